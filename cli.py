@@ -1,0 +1,241 @@
+"""perception-gap command line: parses argv, prints, writes files, sets exit codes.
+
+Exit codes: 0 ok; 1 a gate failed; 2 bad input or usage (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+from perception_gap import __version__
+from perception_gap.errors import PerceptionGapError
+
+DEFAULT_DB = "perception_gap.duckdb"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with one line (its default prints the whole usage too)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise SystemExit(_fail(f"{self.prog}: {message}"))
+
+
+def _fail(message: str) -> int:
+    print(f"perception-gap: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _progress(args: argparse.Namespace, desc: str) -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
+    """A progress callback on stderr, or None when quiet or stderr is not a terminal."""
+    if args.quiet or not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, unit="frame", file=sys.stderr, leave=False)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    return update, bar.close
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write a file so readers see the old or the new content, never a partial one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2, default=_json_default, allow_nan=False, ensure_ascii=False)
+
+
+def _say(args: argparse.Namespace, text: str = "") -> None:
+    if not args.quiet:
+        print(text)
+
+
+# -- index -------------------------------------------------------------------------------------
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from perception_gap.catalog import Catalog
+    from perception_gap.ingest import index_folder, index_manifest
+
+    tags = [t for t in (args.tags or "").split(",") if t] or None
+    if args.manifest is None and args.path is None:
+        return _fail("index: give a folder PATH (with --set and --domain) or --manifest FILE.")
+    if args.manifest is not None and args.path is not None:
+        return _fail("index: give either a folder PATH or --manifest FILE, not both.")
+    if args.path is not None and (args.set is None or args.domain is None):
+        return _fail("index: a folder needs --set NAME and --domain sim|real.")
+    progress, close = _progress(args, "index")
+    with Catalog(args.db) as cat:
+        try:
+            if args.manifest is not None:
+                reports = index_manifest(cat, Path(args.manifest), tags=tags, workers=args.workers, progress=progress)
+            else:
+                reports = [index_folder(cat, Path(args.path), args.set, args.domain, pair_regex=args.pair_regex,
+                                        depth_unit=args.depth_unit, tags=tags, workers=args.workers, progress=progress)]
+        finally:
+            close()
+    status = 0
+    for r in reports:
+        _say(args, f"{r.set_name} ({r.domain}): {r.listed} listed, {r.new} new, {r.changed} changed, "
+                   f"{r.unchanged} unchanged, {r.vanished} vanished; {r.usable} usable, {len(r.skipped)} skipped")
+        for path, reason in r.skipped[:20]:
+            _say(args, f"  skipped {path}: {reason}")
+        if len(r.skipped) > 20:
+            _say(args, f"  ... and {len(r.skipped) - 20} more (see `stats --json`)")
+        if r.usable == 0:
+            status = _fail(f"set {r.set_name!r} has no usable frame ({len(r.skipped)} skipped).")
+    return status
+
+
+# -- stats -------------------------------------------------------------------------------------
+
+def _fmt(x: Any, nd: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return "-"
+        return f"{x:.{nd}g}" if abs(x) < 1e4 else f"{x:.0f}"
+    if isinstance(x, list):
+        return "[" + ", ".join(_fmt(v, nd) for v in x) + "]"
+    return str(x)
+
+
+def _print_stats(res: dict[str, Any]) -> None:
+    sets, stats = res["sets"], res["stats"]
+    for name, info in sets.items():
+        s = stats.get(name, {})
+        print(f"{info['role']} set {name!r} ({info['domain']}): {info['n_usable']} usable of {info['n_frames']} frames, {info['n_skipped']} skipped")
+        for sk in info["skipped"][:10]:
+            print(f"    skipped {sk['path']}: {sk['reason']}")
+        if info["n_skipped"] > 10:
+            print(f"    ... and {info['n_skipped'] - 10} more (see --json)")
+        if s.get("n_images"):
+            print(f"    size {_fmt(s['sizes'])}  dtype {_fmt(s['dtypes'])}  jpeg {_fmt(s['jpeg_fraction'])}")
+            print(f"    channel mean {_fmt(s['channel_mean'])}  std {_fmt(s['channel_std'])}  range [{_fmt(min(s['channel_min']))}, {_fmt(max(s['channel_max']))}]")
+            lp = s["lum_percentiles"]
+            print(f"    luma p1/p50/p99 {_fmt(lp['p1'])}/{_fmt(lp['p50'])}/{_fmt(lp['p99'])}  sharpness {_fmt(s['sharpness'])}  hf ratio {_fmt(s['hf_ratio'])}")
+        d = s.get("depth")
+        if d:
+            p = d["percentiles"] or {}
+            print(f"    depth {_fmt(d['dtypes'])} unit {_fmt(d['inferred_units'])} p1/p50/p99 {_fmt(p.get('p1'))}/{_fmt(p.get('p50'))}/{_fmt(p.get('p99'))}  dropout {_fmt(d['dropout_mean'])}")
+        for vec in ("action", "proprio"):
+            v = s.get(vec)
+            if v:
+                print(f"    {vec} ({v['dim']}-d) min {_fmt(v['min'])} max {_fmt(v['max'])}")
+    p = res["pairs"]
+    print(f"pairs: {p['n_pairs']} matched, {p['n_unpaired_sim']} sim and {p['n_unpaired_real']} real frames unpaired")
+    findings = res["findings"]
+    if not findings:
+        print("findings: none (no plumbing bug and no appearance gap found in the raw statistics)")
+    for i, f in enumerate(findings, 1):
+        print(f"{i}. [{f['severity']}] {f['code']}: {f['title']}")
+        if f.get("action"):
+            print(f"   action: {f['action']}")
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from perception_gap.catalog import Catalog
+    from perception_gap.pipeline import stats_job
+
+    progress, close = _progress(args, "stats")
+    with Catalog(args.db) as cat:
+        try:
+            res = stats_job(cat, args.sim, args.real, workers=args.workers, progress=progress)
+        finally:
+            close()
+    if args.json:
+        atomic_write_text(Path(args.json), _dumps(res))
+    if not args.quiet:
+        _print_stats(res)
+    return 0
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", default=DEFAULT_DB, help=f"catalog file (default: {DEFAULT_DB})")
+    common.add_argument("--quiet", action="store_true", help="print nothing but errors; no progress bar")
+    common.add_argument("--workers", type=int, default=None, help="worker processes/threads (default: all cores)")
+    common.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+
+    p = _Parser(prog="perception-gap", description="Measure the gap between simulated and real camera frames, offline.")
+    p.add_argument("--version", action="version", version=f"perception-gap {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    ix = sub.add_parser("index", parents=[common], help="index a folder or a manifest of frames into the catalog",
+                        description="Index frames (incremental: only new or changed files are read).")
+    ix.add_argument("path", nargs="?", help="folder of frames (pair key = relative path without extension)")
+    ix.add_argument("--set", help="set name")
+    ix.add_argument("--domain", choices=("sim", "real"), help="domain of the set")
+    ix.add_argument("--manifest", help="CSV, JSONL or Parquet manifest (columns: set, domain, rgb, pair_key, ...)")
+    ix.add_argument("--pair-regex", help="regex on the relative path whose first group (or group 'key') is the pair key")
+    ix.add_argument("--depth-unit", help="declared depth unit: m, mm, cm, tum (1/5000 m) or units per metre")
+    ix.add_argument("--tags", help="comma-separated tags for the set")
+    ix.set_defaults(func=cmd_index)
+
+    st = sub.add_parser("stats", parents=[common], help="raw statistics and plumbing diagnoses, sim vs real",
+                        description="Raw statistics per set and named plumbing diagnoses (sim set vs real set).")
+    st.add_argument("--sim", required=True, help="sim set name")
+    st.add_argument("--real", required=True, help="real set name")
+    st.add_argument("--json", help="write the results (sets, stats, pairs, findings) to this JSON file")
+    st.set_defaults(func=cmd_stats)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if args.workers is not None and args.workers < 1:
+        return _fail(f"Expected `--workers` >= 1, got {args.workers}.")
+    try:
+        return args.func(args)
+    except PerceptionGapError as e:
+        return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    except KeyboardInterrupt:
+        return _fail("interrupted; finished batches are kept in the catalog, rerun to complete.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Findings: a named diagnosis with its evidence and the action it calls for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITIES = ("bug", "gap", "info")
+# Lower sorts first: plumbing bugs contaminate every later measurement, so they come first.
+_SEVERITY_ORDER = {"bug": 0, "gap": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One diagnosis.
+
+    Attributes:
+        code: stable machine name (`channel_swap`, `depth_scale`, ...; CONTRACT.md).
+        severity: `bug` (plumbing: fix it, never randomize around it), `gap` (appearance or
+            sensor difference a simulator can model), or `info`.
+        title: one human sentence naming what was found, with its key number.
+        evidence: the numbers behind it (JSON-serializable scalars, lists or dicts).
+        action: what to do about it.
+        score: how strong the evidence is (larger is more certain/severe); orders findings of
+            the same severity.
+    """
+
+    code: str
+    severity: str
+    title: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    action: str = ""
+    score: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"Expected `severity` in {SEVERITIES}, got {self.severity!r}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "title": self.title,
+            "evidence": self.evidence,
+            "action": self.action,
+            "score": self.score,
+        }
+
+
+def order_findings(findings: list[Finding]) -> list[Finding]:
+    """Most urgent first: bugs, then gaps, then info; stronger evidence first within each."""
+    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], -f.score, f.code))

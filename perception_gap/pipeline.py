@@ -1,0 +1,198 @@
+"""Stages that combine the catalog with the pure math: statistics and the `stats` job."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable
+
+from . import __version__
+from .catalog import Catalog
+from .compute import depth_stats_job, rgb_stats_job
+from .errors import InputError
+from .records import FrameRecord, SetRecords
+from .stats import DepthStats, ImageStats, parse_depth_unit
+from .summary import summarize_set
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+CHUNK = 32  # frames per worker task: amortizes inter-process traffic
+WRITE_EVERY = 512  # frames per catalog transaction
+_IMAGE_FIELDS = tuple(ImageStats.__dataclass_fields__)
+_DEPTH_FIELDS = tuple(DepthStats.__dataclass_fields__)
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def _run_jobs(job: Callable, items: list[tuple[str, str]], write: Callable, workers: int,
+              progress: Progress | None, done_offset: int, total: int) -> int:
+    """Map `job` over items in chunks (in worker processes when it pays), writing as results come."""
+    chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
+    pending: list = []
+    done = done_offset
+
+    def flush() -> None:
+        nonlocal done
+        if pending:
+            write(pending)
+            done += len(pending)
+            pending.clear()
+            if progress:
+                progress(done, total)
+
+    if workers <= 1 or len(items) < 2 * CHUNK:
+        results = map(job, chunks)
+        pool = None
+    else:
+        ctx = multiprocessing.get_context("forkserver")
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        results = pool.map(job, chunks)
+    try:
+        for res in results:
+            pending.extend(res)
+            if len(pending) >= WRITE_EVERY:
+                flush()
+        flush()
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return done
+
+
+def compute_stats(catalog: Catalog, set_names: list[str], *, workers: int | None = None,
+                  progress: Progress | None = None) -> int:
+    """Compute and cache statistics of every usable frame of the sets that lacks them.
+
+    Returns:
+        The number of files (RGB and depth) whose statistics were computed now.
+    """
+    workers = workers or default_workers()
+    rgb = catalog.hashes_needing_stats(set_names)
+    depth = catalog.hashes_needing_depth_stats(set_names)
+    total = len(rgb) + len(depth)
+    if not total:
+        return 0
+    done = _run_jobs(rgb_stats_job, rgb, catalog.write_image_stats, workers, progress, 0, total)
+    _run_jobs(depth_stats_job, depth, catalog.write_depth_stats, workers, progress, done, total)
+    return total
+
+
+def _image_from_row(row: dict[str, Any]) -> ImageStats | None:
+    if row.get("img_error") is not None or row.get("img_width") is None:
+        return None
+    vals = {k: row[f"img_{k}"] for k in _IMAGE_FIELDS}
+    for k in ("mean", "std", "min", "max", "lum_percentiles", "lin_mean"):
+        if vals[k] is not None:
+            vals[k] = tuple(vals[k])
+    return ImageStats(**vals)
+
+
+def _depth_from_row(row: dict[str, Any]) -> DepthStats | None:
+    if row.get("dep_error") is not None or row.get("dep_width") is None:
+        return None
+    vals = {k: row[f"dep_{k}"] for k in _DEPTH_FIELDS}
+    if vals["percentiles"] is not None:
+        vals["percentiles"] = tuple(vals["percentiles"])
+    return DepthStats(**vals)
+
+
+def load_set_records(catalog: Catalog, name: str, *, domain: str | None = None) -> SetRecords:
+    """A set's usable frames with their cached statistics.
+
+    Raises:
+        InputError: unknown set, wrong domain, or a set with no usable frame.
+    """
+    info = catalog.get_set(name)
+    if info is None:
+        known = ", ".join(repr(s) for s in catalog.list_sets()) or "none indexed yet"
+        raise InputError(f"Unknown set {name!r} (known: {known}).")
+    if domain is not None and info["domain"] != domain:
+        raise InputError(f"Expected set {name!r} to be a {domain} set, but it was indexed as {info['domain']!r}.")
+    frames = []
+    for row in catalog.load_frames(name):
+        image = _image_from_row(row)
+        if image is None:
+            continue  # unreadable content: reported among the skipped frames
+        unit = row["depth_unit"]
+        frames.append(FrameRecord(
+            pair_key=row["pair_key"], episode=row["episode"], image=image,
+            depth=_depth_from_row(row), depth_units_per_m=parse_depth_unit(unit) if unit else None,
+            action=tuple(row["action"]) if row["action"] is not None else None,
+            proprio=tuple(row["proprio"]) if row["proprio"] is not None else None,
+            is_jpeg=row["format"] in ("JPEG", "MPO"),
+        ))
+    if not frames:
+        raise InputError(f"Set {name!r} has no usable frame ({_skip_digest(catalog, name)}).")
+    return SetRecords(name=name, domain=info["domain"], frames=tuple(frames))
+
+
+def _skip_digest(catalog: Catalog, name: str) -> str:
+    skipped = catalog.skipped_frames(name)
+    if not skipped:
+        return "it is empty"
+    reasons: dict[str, int] = {}
+    for s in skipped:
+        reasons[s["reason"]] = reasons.get(s["reason"], 0) + 1
+    top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
+    return f"{len(skipped)} skipped: " + "; ".join(f"{n}x {r}" for r, n in top)
+
+
+def set_info(catalog: Catalog, name: str) -> dict[str, Any]:
+    """The `sets[NAME]` entry of results.json: domain, counts, skipped frames with reasons."""
+    info = catalog.get_set(name) or {"name": name, "domain": None}
+    counts = catalog.set_counts(name)
+    skipped = catalog.skipped_frames(name)
+    return {
+        "name": name, "domain": info["domain"], "tags": info.get("tags"),
+        "n_frames": counts["total"], "n_usable": counts["ok"] - counts["unreadable"],
+        "n_skipped": len(skipped), "skipped": skipped,
+    }
+
+
+def pairing(sim: SetRecords, real: SetRecords) -> dict[str, Any]:
+    """How the two sets pair up by pair key; unpaired keys are listed (first 50 of each)."""
+    sk = {f.pair_key for f in sim.frames}
+    rk = {f.pair_key for f in real.frames}
+    only_sim, only_real = sorted(sk - rk), sorted(rk - sk)
+    return {"n_pairs": len(sk & rk), "n_unpaired_sim": len(only_sim), "n_unpaired_real": len(only_real),
+            "unpaired_sim": only_sim[:50], "unpaired_real": only_real[:50]}
+
+
+def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = None,
+              progress: Progress | None = None) -> dict[str, Any]:
+    """Raw statistics and plumbing diagnoses of a sim set against a real set.
+
+    Returns:
+        The `sets`, `stats`, `pairs` and `findings` parts of results.json, plus `config` and
+        `version`.
+    """
+    from .findings import order_findings
+    from .plumbing import diagnose
+
+    if sim == real:
+        raise InputError(f"Expected two different sets for --sim and --real, got {sim!r} twice.")
+    for name, dom in ((sim, "sim"), (real, "real")):
+        info = catalog.get_set(name)
+        if info is None:
+            known = ", ".join(repr(s) for s in catalog.list_sets()) or "none indexed yet"
+            raise InputError(f"Unknown set {name!r} for --{dom} (known: {known}).")
+    compute_stats(catalog, [sim, real], workers=workers, progress=progress)
+    sim_rec = load_set_records(catalog, sim)
+    real_rec = load_set_records(catalog, real)
+    findings = order_findings(diagnose(sim_rec, real_rec))
+    pairs = pairing(sim_rec, real_rec)
+    if pairs["n_unpaired_sim"] or pairs["n_unpaired_real"]:
+        log.info("%d sim and %d real frames have no partner", pairs["n_unpaired_sim"], pairs["n_unpaired_real"])
+    return {
+        "version": __version__,
+        "config": {"sim": sim, "real": real},
+        "sets": {sim: {**set_info(catalog, sim), "role": "sim"}, real: {**set_info(catalog, real), "role": "real"}},
+        "pairs": pairs,
+        "stats": {sim: summarize_set(sim_rec).to_dict(), real: summarize_set(real_rec).to_dict()},
+        "findings": [f.to_dict() for f in findings],
+    }

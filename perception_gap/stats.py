@@ -1,0 +1,420 @@
+"""Per-frame raw statistics: small pure functions on decoded pixels.
+
+Two entry points compute the same numbers: `image_stats_pil` on an 8-bit PIL image (the fast
+path: the heavy lifting stays in Pillow's C code) and `image_stats_array` on any numpy array
+(16-bit, float observation arrays, already-normalized tensors). Values are always reported in
+the frame's own units; nothing is rescaled. Where a number needs a [0, 1] scale (sharpness,
+linear-light means) the scale comes from the dtype (255 for uint8, 65535 for uint16) and is
+recorded as `nominal_max`; float arrays have no nominal scale and keep their own units.
+
+Sampling. Intensity statistics (per-channel moments, extrema, luminance percentiles) are
+computed on a regular pixel grid of stride `s = floor(sqrt(H*W / 32768))` (at least 1) starting
+at offset `s // 2`, so their cost is bounded whatever the resolution (a 640x480 frame uses
+every third pixel of every third row: 34,133 samples; moments differ from the full-image
+ones by well under one intensity level). High-frequency statistics (sharpness, spectral
+slope, duplicate pixels, JPEG blockiness) are computed at full resolution on the central
+crop of at most 192x192 pixels, since subsampling would destroy exactly what they measure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+LUM_PERCENTILES = (1, 5, 50, 95, 99)
+DEPTH_PERCENTILES = (1, 5, 50, 95, 99)
+SAMPLE_PIXELS = 32768
+HF_CROP = 192
+
+# ITU-R BT.601 luma weights, as Pillow's convert("L") uses them (fixed point, rounded).
+_LUMA = np.array([0.299, 0.587, 0.114])
+_LUMA_FIXED = (19595, 38470, 7471)
+
+
+def _srgb_to_linear(v: np.ndarray) -> np.ndarray:
+    """sRGB-encoded values in [0, 1] -> linear light in [0, 1] (IEC 61966-2-1)."""
+    v = np.asarray(v, dtype=np.float64)
+    return np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4)
+
+
+_SRGB_LUT_8 = _srgb_to_linear(np.arange(256) / 255.0)
+
+
+@dataclass(frozen=True)
+class ImageStats:
+    """Raw statistics of one RGB (or grayscale) frame, in the frame's own units.
+
+    Attributes:
+        width, height: pixels, after EXIF orientation.
+        channels: 1, 3 or 4 as stored (statistics use the first 3 of 4).
+        dtype: numpy dtype name of the decoded values (`uint8`, `uint16`, `float32`, ...).
+        mode: Pillow mode for image files, `array` for `.npy` observations.
+        nominal_max: full-scale value implied by the dtype (255, 65535), None for floats.
+        stride: sampling stride of the intensity statistics (see module docstring).
+        mean, std, min, max: per channel, shape (C,), own units.
+        lum_percentiles: luma percentiles at `LUM_PERCENTILES`, own units.
+        lum_mean: mean luma, own units.
+        lin_mean: per-channel mean of linear light in [0, 1] (sRGB decoded); None when the
+            dtype gives no nominal scale.
+        sharpness: mean squared 4-neighbour Laplacian of luma, in (fraction of full scale)^2
+            (own units^2 for floats).
+        hf_ratio: E[Laplacian^2] / (E[dx^2] + E[dy^2]); dimensionless, 0 for a linear ramp,
+            5 for white noise. None on a constant crop.
+        grad_ratio: E[(x[i+2]-x[i])^2] / E[(x[i+1]-x[i])^2] horizontally; ~4 for smooth images,
+            ~1 for white noise; 2x nearest-neighbour upscaling raises it (white noise -> 2). None on a constant crop.
+        dup_frac: fraction of horizontally adjacent luma pairs that are exactly equal.
+        dup_parity: |dup_frac at even columns - dup_frac at odd columns| (2x nearest upscaling
+            makes every other pair equal).
+        blockiness: mean |dx| across 8-pixel block boundaries / mean |dx| elsewhere (~1 for
+            unblocked images, >1 for JPEG block artefacts). None on a constant crop.
+        nonfinite_frac: fraction of sampled values that are NaN or infinite (float arrays).
+    """
+
+    width: int
+    height: int
+    channels: int
+    dtype: str
+    mode: str
+    nominal_max: float | None
+    stride: int
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    min: tuple[float, ...]
+    max: tuple[float, ...]
+    lum_percentiles: tuple[float, ...]
+    lum_mean: float
+    lin_mean: tuple[float, ...] | None
+    sharpness: float
+    hf_ratio: float | None
+    grad_ratio: float | None
+    dup_frac: float
+    dup_parity: float
+    blockiness: float | None
+    nonfinite_frac: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DepthStats:
+    """Raw statistics of one depth map, in its own units (never rescaled).
+
+    Attributes:
+        width, height: pixels.
+        dtype: numpy dtype name.
+        stride: sampling stride (as for images).
+        percentiles: depth at `DEPTH_PERCENTILES` over valid pixels, own units; None if none valid.
+        mean: mean over valid pixels, own units; None if none valid.
+        dropout: fraction of pixels that are 0, negative, NaN or infinite.
+        inferred_unit: `m`, `mm` or `unknown`, from dtype and magnitude (see `infer_depth_unit`).
+    """
+
+    width: int
+    height: int
+    dtype: str
+    stride: int
+    percentiles: tuple[float, ...] | None
+    mean: float | None
+    dropout: float
+    inferred_unit: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def sample_stride(height: int, width: int) -> int:
+    """Stride of the regular sampling grid for an image of this size (>= 1)."""
+    return max(1, int(math.floor(math.sqrt(height * width / SAMPLE_PIXELS))))
+
+
+def sample_grid(a: np.ndarray, stride: int) -> np.ndarray:
+    """The sampling grid of an (H, W, ...) array: rows/cols `stride//2 + k*stride`."""
+    if stride == 1:
+        return a
+    h, w = a.shape[0] // stride, a.shape[1] // stride
+    o = stride // 2
+    return a[o : o + h * stride : stride, o : o + w * stride : stride]
+
+
+def _centre_crop_box(height: int, width: int) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) of the central crop, origin aligned to the 8x8 JPEG grid."""
+    cw, ch = min(width, HF_CROP), min(height, HF_CROP)
+    left = ((width - cw) // 2) // 8 * 8
+    top = ((height - ch) // 2) // 8 * 8
+    return left, top, left + cw, top + ch
+
+
+def _hf_features(lum: np.ndarray, equal_src: np.ndarray | None = None) -> dict[str, Any]:
+    """High-frequency statistics of a 2-D luma crop already in [0, 1] (or own) units.
+
+    Args:
+        lum: (h, w) float32 luma.
+        equal_src: (h, w) array on which exact equality of neighbours is tested (the integer
+            luma for 8-bit images); defaults to `lum`.
+    """
+    h, w = lum.shape
+    out: dict[str, Any] = {"sharpness": 0.0, "hf_ratio": None, "grad_ratio": None,
+                           "dup_frac": 0.0, "dup_parity": 0.0, "blockiness": None}
+    if h < 3 or w < 3:
+        return out
+    eq = lum if equal_src is None else equal_src
+    lap = 4 * lum[1:-1, 1:-1] - lum[:-2, 1:-1] - lum[2:, 1:-1] - lum[1:-1, :-2] - lum[1:-1, 2:]
+    dx = lum[:, 1:] - lum[:, :-1]
+    dy = lum[1:, :] - lum[:-1, :]
+    lap_f, dx_f, dy_f = lap.ravel(), dx.ravel(), dy.ravel()
+    e_lap = float(lap_f @ lap_f) / lap_f.size
+    e_dx = float(dx_f @ dx_f) / dx_f.size
+    e_dy = float(dy_f @ dy_f) / dy_f.size
+    out["sharpness"] = e_lap
+    if e_dx + e_dy > 0:
+        out["hf_ratio"] = e_lap / (e_dx + e_dy)
+    if e_dx > 0:
+        d2 = (lum[:, 2:] - lum[:, :-2]).ravel()
+        out["grad_ratio"] = (float(d2 @ d2) / d2.size) / e_dx
+    same = eq[:, 1:] == eq[:, :-1]
+    out["dup_frac"] = float(np.count_nonzero(same)) / same.size
+    even, odd = same[:, 0::2], same[:, 1::2]
+    out["dup_parity"] = abs(
+        float(np.count_nonzero(even)) / max(even.size, 1) - float(np.count_nonzero(odd)) / max(odd.size, 1)
+    )
+    if w >= 17:
+        col = np.abs(dx).sum(axis=0, dtype=np.float64)  # (w-1,) summed over rows
+        boundary = np.zeros(w - 1, dtype=bool)
+        boundary[7::8] = True  # the step between column 8k+7 and 8k+8
+        inner = float(col[~boundary].mean())
+        if inner > 0:
+            out["blockiness"] = float(col[boundary].mean()) / inner
+    return out
+
+
+def _percentiles_from_hist(hist: np.ndarray, qs: tuple[float, ...]) -> tuple[float, ...]:
+    """Inverted-CDF percentiles (numpy's `method="inverted_cdf"`) of integer data from its histogram."""
+    cdf = np.cumsum(hist)
+    n = cdf[-1]
+    return tuple(float(np.searchsorted(cdf, q / 100.0 * n, side="left")) for q in qs)
+
+
+def _moments_from_hist(hist: np.ndarray) -> tuple[float, float, float, float]:
+    """(mean, std, min, max) of integer values 0..255 given their histogram."""
+    v = np.arange(hist.size, dtype=np.float64)
+    n = float(hist.sum())
+    mean = float(hist @ v) / n
+    var = max(float(hist @ (v * v)) / n - mean * mean, 0.0)
+    nz = np.flatnonzero(hist)
+    return mean, math.sqrt(var), float(nz[0]), float(nz[-1])
+
+
+def image_stats_pil(img: Image.Image) -> ImageStats:
+    """Statistics of an 8-bit Pillow image (mode `L` or `RGB`; convert other modes first).
+
+    Args:
+        img: decoded, EXIF-oriented image of size (W, H), mode `L` or `RGB`.
+    """
+    if img.mode not in ("L", "RGB"):
+        raise ValueError(f"Expected `img.mode` in ('L', 'RGB'), got {img.mode!r}.")
+    w, h = img.size
+    s = sample_stride(h, w)
+    if s > 1:
+        sw, sh = w // s, h // s
+        grid = img.resize((sw, sh), Image.NEAREST, box=(0, 0, sw * s, sh * s))
+    else:
+        grid = img
+    c = 1 if img.mode == "L" else 3
+    hist = np.asarray(grid.histogram(), dtype=np.float64).reshape(c, 256)
+    moments = [_moments_from_hist(hc) for hc in hist]
+    lin_mean = tuple(float(hc @ _SRGB_LUT_8) / float(hc.sum()) for hc in hist)
+    if c == 3:
+        lum_img = grid.convert("L")
+        lum_hist = np.asarray(lum_img.histogram(), dtype=np.float64)
+    else:
+        lum_hist = hist[0]
+    v = np.arange(256, dtype=np.float64)
+    crop = img.crop(_centre_crop_box(h, w))
+    if c == 3:
+        crop = crop.convert("L")
+    crop_u8 = np.asarray(crop)
+    hf = _hf_features(crop_u8.astype(np.float32) * np.float32(1 / 255.0), crop_u8)
+    return ImageStats(
+        width=w, height=h, channels=c, dtype="uint8", mode=img.mode, nominal_max=255.0,
+        stride=s,
+        mean=tuple(m[0] for m in moments), std=tuple(m[1] for m in moments),
+        min=tuple(m[2] for m in moments), max=tuple(m[3] for m in moments),
+        lum_percentiles=_percentiles_from_hist(lum_hist, LUM_PERCENTILES),
+        lum_mean=float(lum_hist @ v) / float(lum_hist.sum()),
+        lin_mean=lin_mean,
+        **hf,
+    )
+
+
+def nominal_max_of(dtype: np.dtype) -> float | None:
+    """Full-scale value implied by an integer dtype (255, 65535, ...); None for floats."""
+    dtype = np.dtype(dtype)
+    if dtype == np.uint8:
+        return 255.0
+    if dtype == np.uint16:
+        return 65535.0
+    return None
+
+
+def _luma_float(a: np.ndarray) -> np.ndarray:
+    """(H, W, C) -> (H, W) float64 luma with BT.601 weights (C >= 3), or the channel itself."""
+    if a.shape[2] >= 3:
+        return a[..., :3].astype(np.float64) @ _LUMA
+    return a[..., 0].astype(np.float64)
+
+
+def _luma_u8(a: np.ndarray) -> np.ndarray:
+    """Integer luma of an (H, W, 3) uint8 array, bit-exact with Pillow's convert("L")."""
+    r, g, b = (a[..., i].astype(np.uint32) for i in range(3))
+    return ((r * _LUMA_FIXED[0] + g * _LUMA_FIXED[1] + b * _LUMA_FIXED[2] + 0x8000) >> 16).astype(np.uint8)
+
+
+def image_stats_array(a: np.ndarray, *, mode: str = "array") -> ImageStats:
+    """Statistics of an (H, W) or (H, W, C) numpy array of any real dtype, own units.
+
+    Channels beyond the third (alpha) are ignored for luma and HF statistics but reported in
+    the per-channel moments. Non-finite values are excluded from moments and counted in
+    `nonfinite_frac`.
+    """
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3 or a.shape[0] == 0 or a.shape[1] == 0 or a.shape[2] == 0:
+        raise ValueError(f"Expected an (H, W) or (H, W, C) array with H, W, C > 0, got shape {a.shape}.")
+    h, w, c = a.shape
+    nominal = nominal_max_of(a.dtype)
+    s = sample_stride(h, w)
+    g = sample_grid(a, s)
+    flat = g.reshape(-1, c)
+    is_float = np.issubdtype(a.dtype, np.floating)
+    means, stds, mins, maxs = [], [], [], []
+    nonfinite = 0
+    for ch in range(c):
+        col = flat[:, ch]
+        if is_float:
+            fin = np.isfinite(col)
+            nonfinite += int(col.size - np.count_nonzero(fin))
+            col = col[fin]
+        if col.size == 0:
+            means.append(float("nan")); stds.append(float("nan"))
+            mins.append(float("nan")); maxs.append(float("nan"))
+            continue
+        col64 = col.astype(np.float64)
+        means.append(float(col64.mean()))
+        stds.append(float(col64.std()))
+        mins.append(float(col64.min()))
+        maxs.append(float(col64.max()))
+    if a.dtype == np.uint8 and c >= 3:
+        lum_g = _luma_u8(g[..., :3]).astype(np.float64).ravel()
+    else:
+        lum_g = _luma_float(g).ravel()
+    lum_g = lum_g[np.isfinite(lum_g)]
+    if lum_g.size:
+        lum_p = tuple(float(x) for x in np.percentile(lum_g, LUM_PERCENTILES, method="inverted_cdf"))
+        lum_mean = float(lum_g.mean())
+    else:
+        lum_p, lum_mean = tuple(float("nan") for _ in LUM_PERCENTILES), float("nan")
+    lin_mean = None
+    if nominal is not None:
+        cc = min(c, 3)
+        if a.dtype == np.uint8:
+            lin_mean = tuple(float(_SRGB_LUT_8[flat[:, i]].mean()) for i in range(cc))
+        else:
+            lin_mean = tuple(float(_srgb_to_linear(flat[:, i] / nominal).mean()) for i in range(cc))
+    left, top, right, bottom = _centre_crop_box(h, w)
+    crop = a[top:bottom, left:right]
+    if a.dtype == np.uint8 and c >= 3:
+        eq = _luma_u8(crop[..., :3])
+        lum_c = eq.astype(np.float32) / np.float32(255.0)
+    else:
+        lum_c = _luma_float(crop)
+        if nominal is not None:
+            lum_c = lum_c / nominal
+        eq = lum_c
+        lum_c = np.nan_to_num(lum_c.astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
+    hf = _hf_features(lum_c, eq)
+    return ImageStats(
+        width=w, height=h, channels=c, dtype=a.dtype.name, mode=mode, nominal_max=nominal,
+        stride=s, mean=tuple(means), std=tuple(stds), min=tuple(mins), max=tuple(maxs),
+        lum_percentiles=lum_p, lum_mean=lum_mean, lin_mean=lin_mean,
+        nonfinite_frac=nonfinite / max(flat.size, 1), **hf,
+    )
+
+
+# Units per metre of the depth encodings seen in practice.
+DEPTH_UNITS = {"m": 1.0, "cm": 100.0, "mm": 1000.0, "tum": 5000.0}
+
+
+def parse_depth_unit(unit: str | float | None) -> float | None:
+    """A declared depth unit -> units per metre. Accepts `m`, `cm`, `mm`, `tum` or a number."""
+    if unit is None or (isinstance(unit, str) and unit.strip() == ""):
+        return None
+    if isinstance(unit, (int, float)):
+        value = float(unit)
+    else:
+        key = unit.strip().lower()
+        if key in DEPTH_UNITS:
+            return DEPTH_UNITS[key]
+        try:
+            value = float(key)
+        except ValueError:
+            raise ValueError(
+                f"Expected `depth_unit` to be one of {sorted(DEPTH_UNITS)} or a number of units "
+                f"per metre, got {unit!r}."
+            ) from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"Expected `depth_unit` > 0 units per metre, got {unit!r}.")
+    return value
+
+
+def infer_depth_unit(dtype: np.dtype, median: float | None) -> str:
+    """Guess a depth map's unit from its dtype and median valid depth.
+
+    Indoor and tabletop scenes lie between ~0.2 m and ~20 m. Floats with a median in that
+    range are metres; integers (16-bit PNG) are millimetres by convention, unless their
+    median only makes sense in metres. `unknown` when neither reading is plausible.
+    """
+    if median is None or not math.isfinite(median):
+        return "unknown"
+    if np.issubdtype(np.dtype(dtype), np.floating):
+        if 0.05 <= median <= 50:
+            return "m"
+        if 50 < median <= 50000:
+            return "mm"
+        return "unknown"
+    if 50 <= median <= 65535:
+        return "mm"
+    if 0 < median < 50:
+        return "m"
+    return "unknown"
+
+
+def depth_stats(d: np.ndarray) -> DepthStats:
+    """Statistics of an (H, W) depth map of any real dtype; invalid = 0, negative, NaN, inf."""
+    if d.ndim == 3 and d.shape[2] == 1:
+        d = d[:, :, 0]
+    if d.ndim != 2 or d.size == 0:
+        raise ValueError(f"Expected an (H, W) depth map, got shape {d.shape}.")
+    h, w = d.shape
+    s = sample_stride(h, w)
+    g = sample_grid(d, s).ravel()
+    if np.issubdtype(g.dtype, np.floating):
+        valid = np.isfinite(g) & (g > 0)
+    else:
+        valid = g > 0
+    v = g[valid].astype(np.float64)
+    dropout = 1.0 - v.size / g.size
+    if v.size:
+        pct = tuple(float(x) for x in np.percentile(v, DEPTH_PERCENTILES))
+        mean = float(v.mean())
+        median = pct[DEPTH_PERCENTILES.index(50)]
+    else:
+        pct, mean, median = None, None, None
+    return DepthStats(
+        width=w, height=h, dtype=d.dtype.name, stride=s, percentiles=pct, mean=mean,
+        dropout=dropout, inferred_unit=infer_depth_unit(d.dtype, median),
+    )

@@ -1,0 +1,217 @@
+"""Every statistic against an independent numpy reference, and known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from PIL import Image
+
+from perception_gap.stats import (
+    DEPTH_PERCENTILES,
+    LUM_PERCENTILES,
+    depth_stats,
+    image_stats_array,
+    image_stats_pil,
+    infer_depth_unit,
+    parse_depth_unit,
+    sample_stride,
+)
+
+
+def textured(h: int = 240, w: int = 320, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([x / w * 200, y / h * 180, (x + y) / (w + h) * 220], -1)
+    noise = rng.normal(0, 12, (h, w, 3))
+    return np.clip(base + noise + 20, 0, 255).astype(np.uint8)
+
+
+# -- independent references (plain numpy, written from the definitions) --------------------------
+
+def ref_grid(a: np.ndarray) -> np.ndarray:
+    h, w = a.shape[:2]
+    s = max(1, int(np.floor(np.sqrt(h * w / 32768))))
+    rows = np.arange(s // 2, (h // s) * s, s) if s > 1 else np.arange(h)
+    cols = np.arange(s // 2, (w // s) * s, s) if s > 1 else np.arange(w)
+    return a[np.ix_(rows, cols)]
+
+
+def ref_luma_u8(a: np.ndarray) -> np.ndarray:
+    # Pillow's documented integer transform L = R*299/1000 + G*587/1000 + B*114/1000, rounded.
+    return np.asarray(Image.fromarray(a).convert("L"))
+
+
+def ref_srgb_linear(v: np.ndarray) -> np.ndarray:
+    v = v / 255.0
+    return np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4)
+
+
+def ref_crop(a: np.ndarray, size: int = 192) -> np.ndarray:
+    h, w = a.shape[:2]
+    ch, cw = min(h, size), min(w, size)
+    top, left = ((h - ch) // 2) // 8 * 8, ((w - cw) // 2) // 8 * 8
+    return a[top : top + ch, left : left + cw]
+
+
+def ref_hf(lum: np.ndarray) -> dict[str, float]:
+    lum = lum.astype(np.float64)
+    p = np.pad(lum, 1)
+    lap = (4 * p[1:-1, 1:-1] - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:])[1:-1, 1:-1]
+    dx = np.diff(lum, axis=1)
+    dy = np.diff(lum, axis=0)
+    d2 = lum[:, 2:] - lum[:, :-2]
+    return {
+        "sharpness": np.mean(lap**2),
+        "hf_ratio": np.mean(lap**2) / (np.mean(dx**2) + np.mean(dy**2)),
+        "grad_ratio": np.mean(d2**2) / np.mean(dx**2),
+        "dup_frac": np.mean(dx == 0),
+    }
+
+
+@pytest.mark.parametrize("shape", [(240, 320), (480, 640), (37, 53), (720, 1280)])
+def test_uint8_rgb_matches_numpy_reference(shape):
+    a = textured(*shape, seed=shape[0])
+    s = image_stats_pil(Image.fromarray(a))
+    g = ref_grid(a).reshape(-1, 3).astype(np.float64)
+    np.testing.assert_allclose(s.mean, g.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(s.std, g.std(0), rtol=1e-9)
+    np.testing.assert_array_equal(s.min, g.min(0))
+    np.testing.assert_array_equal(s.max, g.max(0))
+    lum = ref_grid(ref_luma_u8(a)).ravel()
+    np.testing.assert_array_equal(s.lum_percentiles, np.percentile(lum, LUM_PERCENTILES, method="inverted_cdf"))
+    assert s.lum_mean == pytest.approx(lum.mean(), rel=1e-12)
+    np.testing.assert_allclose(s.lin_mean, ref_srgb_linear(g).mean(0), rtol=1e-9)
+    ref = ref_hf(ref_crop(ref_luma_u8(a)) / 255.0)
+    for k, v in ref.items():
+        assert getattr(s, k) == pytest.approx(v, rel=1e-4), k
+    # the array path computes the same numbers as the Pillow path
+    s2 = image_stats_array(a)
+    for k in ("mean", "std", "min", "max", "lum_percentiles", "lin_mean"):
+        np.testing.assert_allclose(getattr(s2, k), getattr(s, k), rtol=1e-9, err_msg=k)
+    for k in ("sharpness", "hf_ratio", "grad_ratio", "dup_frac", "dup_parity", "blockiness"):
+        assert getattr(s2, k) == pytest.approx(getattr(s, k), rel=1e-4), k
+
+
+def test_float_array_keeps_own_units_and_counts_nonfinite():
+    a = textured().astype(np.float32) / 255.0
+    a[0, :50] = np.nan
+    s = image_stats_array(a)
+    assert s.dtype == "float32" and s.nominal_max is None and s.lin_mean is None
+    g = ref_grid(a).reshape(-1, 3).astype(np.float64)
+    fin = np.isfinite(g)
+    for c in range(3):
+        assert s.mean[c] == pytest.approx(g[fin[:, c], c].mean(), rel=1e-9)
+        assert s.max[c] <= 1.0
+    assert s.nonfinite_frac == pytest.approx((~fin).mean())
+    # normalized (ImageNet) arrays keep their negative values: never silently rescaled
+    mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+    n = ((textured().astype(np.float32) / 255.0 - mean) / std).astype(np.float32)
+    sn = image_stats_array(n)
+    assert min(sn.min) < 0
+    np.testing.assert_allclose(sn.mean, ref_grid(n).reshape(-1, 3).astype(np.float64).mean(0), rtol=1e-9)
+
+
+def test_uint16_nominal_scale():
+    a = (textured().astype(np.uint16) * 257)
+    s16, s8 = image_stats_array(a), image_stats_array(textured())
+    assert s16.nominal_max == 65535 and s16.dtype == "uint16"
+    np.testing.assert_allclose(np.array(s16.mean) / 257, s8.mean, rtol=1e-9)
+    np.testing.assert_allclose(s16.lin_mean, s8.lin_mean, rtol=1e-9)
+    # 8-bit luma is rounded to integers (as Pillow does), 16-bit luma is not: 1% agreement
+    assert s16.sharpness == pytest.approx(s8.sharpness, rel=1e-2)
+
+
+def test_known_answers():
+    const = np.full((64, 64, 3), 77, np.uint8)
+    s = image_stats_pil(Image.fromarray(const))
+    assert s.mean == (77.0, 77.0, 77.0) and s.std == (0.0, 0.0, 0.0)
+    assert all(type(v) is float for v in s.mean + s.std + s.lin_mean + (s.dup_parity, s.lum_mean))
+    assert s.sharpness == pytest.approx(0, abs=1e-12) and s.hf_ratio is None and s.grad_ratio is None and s.blockiness is None
+    assert s.dup_frac == 1.0
+    # white noise: E[lap^2] = 20 s^2, E[dx^2] + E[dy^2] = 4 s^2 -> 5; step-2 vs step-1 -> 1
+    rng = np.random.default_rng(1)
+    noise = rng.normal(0, 1, (256, 256)).astype(np.float64)
+    sn = image_stats_array(noise)
+    assert sn.hf_ratio == pytest.approx(5.0, rel=0.05)
+    assert sn.grad_ratio == pytest.approx(1.0, rel=0.05)
+    # a linear ramp has no Laplacian, and step-2 differences are twice step-1: ratio 4
+    ramp = np.tile(np.arange(256, dtype=np.float64), (64, 1))
+    sr = image_stats_array(ramp)
+    assert sr.sharpness == pytest.approx(0.0, abs=1e-12)
+    assert sr.grad_ratio == pytest.approx(4.0)
+    # 2x nearest upscaling duplicates every other column pair
+    up = np.repeat(noise[:64, :64], 2, axis=1)
+    su = image_stats_array(up)
+    assert su.dup_parity == pytest.approx(1.0) and su.grad_ratio == pytest.approx(2.0, rel=0.05)
+
+
+def test_jpeg_blockiness_is_detected(tmp_path):
+    a = textured(256, 256)
+    p = tmp_path / "x.jpg"
+    Image.fromarray(a).save(p, quality=20)
+    sj = image_stats_pil(Image.open(p).convert("RGB"))
+    sp = image_stats_pil(Image.fromarray(a))
+    assert sj.blockiness > 1.15 > sp.blockiness
+
+
+def test_grayscale_single_channel():
+    a = textured()[..., 0]
+    s = image_stats_pil(Image.fromarray(a))
+    assert s.channels == 1
+    g = ref_grid(a).astype(np.float64).ravel()
+    assert s.mean[0] == pytest.approx(g.mean()) and s.lum_mean == pytest.approx(g.mean())
+
+
+def test_depth_stats_reference():
+    rng = np.random.default_rng(3)
+    d = rng.uniform(0.4, 3.0, (480, 640)).astype(np.float32)
+    d[:40] = 0
+    d[40:50] = np.nan
+    d[50:52] = np.inf
+    s = depth_stats(d)
+    g = ref_grid(d).ravel()
+    valid = np.isfinite(g) & (g > 0)
+    np.testing.assert_allclose(s.percentiles, np.percentile(g[valid].astype(np.float64), DEPTH_PERCENTILES), rtol=1e-9)
+    assert s.dropout == pytest.approx(1 - valid.mean())
+    assert s.dropout == pytest.approx(52 / 480, abs=0.01)
+    assert s.inferred_unit == "m"
+    mm = depth_stats((np.nan_to_num(d, posinf=0) * 1000).astype(np.uint16))
+    assert mm.inferred_unit == "mm"
+    np.testing.assert_allclose(np.array(mm.percentiles) / 1000, s.percentiles, rtol=2e-3)
+    empty = depth_stats(np.zeros((10, 10), np.uint16))
+    assert empty.dropout == 1.0 and empty.percentiles is None and empty.inferred_unit == "unknown"
+
+
+def test_depth_units():
+    assert parse_depth_unit("mm") == 1000 and parse_depth_unit("m") == 1 and parse_depth_unit("5000") == 5000
+    assert parse_depth_unit("tum") == 5000 and parse_depth_unit(None) is None
+    for bad in ("furlong", "-1", "0", "nan"):
+        with pytest.raises(ValueError, match="depth_unit"):
+            parse_depth_unit(bad)
+    assert infer_depth_unit(np.float32, 1.2) == "m"
+    assert infer_depth_unit(np.uint16, 1200) == "mm"
+    assert infer_depth_unit(np.float32, None) == "unknown"
+
+
+def test_stride_bounds_cost():
+    assert sample_stride(240, 320) == 1
+    assert sample_stride(480, 640) == 3
+    assert sample_stride(1080, 1920) == 7
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.uint8, st.tuples(st.integers(3, 40), st.integers(3, 40), st.just(3))))
+def test_property_pil_and_array_paths_agree_and_are_bounded(a):
+    s = image_stats_pil(Image.fromarray(a))
+    s2 = image_stats_array(a)
+    np.testing.assert_allclose(s.mean, s2.mean, rtol=1e-9, atol=1e-9)
+    assert all(0 <= m <= 255 for m in s.mean)
+    assert all(lo <= m <= hi for lo, m, hi in zip(s.min, s.mean, s.max))
+    assert list(s.lum_percentiles) == sorted(s.lum_percentiles)
+    assert 0 <= s.dup_frac <= 1 and 0 <= s.dup_parity <= 1
+    # statistics of a frame do not depend on the order of its channels beyond permuting them
+    sw = image_stats_array(a[..., ::-1].copy())
+    np.testing.assert_allclose(sw.mean, s.mean[::-1], rtol=1e-9, atol=1e-9)
