@@ -25,7 +25,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with one line (its default prints the whole usage too)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise SystemExit(_fail(f"{self.prog}: {message}"))
+        sub = self.prog.removeprefix("perception-gap").strip()
+        raise SystemExit(_fail(f"{sub}: {message}" if sub else message))
 
 
 def _fail(message: str) -> int:
@@ -183,12 +184,54 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- encoders and embed --------------------------------------------------------------------------
+
+def cmd_encoders(args: argparse.Namespace) -> int:
+    import encoders
+
+    infos = encoders.describe_encoders()
+    if args.json:
+        atomic_write_text(Path(args.json), _dumps([
+            {"name": i.name, "family": i.family, "dim": i.dim, "preprocessing": i.preprocessing.to_dict(),
+             "weights_available": i.weights_available, "weights": i.weights} for i in infos]))
+    if not args.quiet:
+        print(f"{'name':<20} {'family':<9} {'dim':>5}  {'input':<8} {'resize':<22} {'mean / std':<34} weights")
+        for i in infos:
+            p = i.preprocessing
+            ms = f"{_fmt(list(p.mean))} / {_fmt(list(p.std))}"
+            print(f"{i.name:<20} {i.family:<9} {i.dim:>5}  {p.size[0]}x{p.size[1]:<5} "
+                  f"{p.interpolation + ' ' + p.resize_mode:<22} {ms:<34} {'yes' if i.weights_available else 'NO'}")
+        print("also: open_clip:ARCH:PRETRAINED (an open_clip tag cached locally, or a checkpoint path "
+              ".pt/.bin/.safetensors or local-dir:PATH)")
+    return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from perception_gap.catalog import Catalog
+    from perception_gap.embed import embed_sets, parse_encoder_list
+
+    names = parse_encoder_list(args.encoder)
+    progress, close = _progress(args, "embed")
+    with Catalog(args.db) as cat:
+        try:
+            reports = embed_sets(cat, names, args.set, device=args.device, batch_size=args.batch_size,
+                                 workers=args.workers or 2, progress=progress)
+        finally:
+            close()
+    for r in reports:
+        rate = f", {r.embedded / r.seconds:.1f} frames/s" if r.embedded and r.seconds > 0 else ""
+        _say(args, f"{r.encoder} ({r.dim}-d, fingerprint {r.fingerprint[:12]}): {r.embedded} embedded, "
+                   f"{r.skipped} skipped, {r.todo - r.embedded - r.skipped} left{rate}; "
+                   f"{'all cached' if not r.todo else f'{r.seconds:.1f}s'}")
+    return 0
+
+
 # -- parser ------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", default=DEFAULT_DB, help=f"catalog file (default: {DEFAULT_DB})")
-    common.add_argument("--quiet", action="store_true", help="print nothing but errors; no progress bar")
+    common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors; no progress bar")
     common.add_argument("--workers", type=int, default=None, help="worker processes/threads (default: all cores)")
     common.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
 
@@ -213,6 +256,21 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--real", required=True, help="real set name")
     st.add_argument("--json", help="write the results (sets, stats, pairs, findings) to this JSON file")
     st.set_defaults(func=cmd_stats)
+
+    en = sub.add_parser("encoders", parents=[common], help="list encoders: width, preprocessing, weights available",
+                        description="List registered encoders with their width, preprocessing and whether weights are available.")
+    en.add_argument("--json", help="also write the list to this JSON file")
+    en.set_defaults(func=cmd_encoders)
+
+    em = sub.add_parser("embed", parents=[common], help="embed frames through encoders (cached by content)",
+                        description="Embed every usable frame through each encoder; cached by (content hash, "
+                                    "encoder fingerprint), resumable, only missing frames are embedded.")
+    em.add_argument("--encoder", required=True, action="append",
+                    help="encoder name(s), comma-separated or repeated (see `encoders`)")
+    em.add_argument("--set", action="append", help="set to embed (repeatable; default: every set)")
+    em.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the model runs")
+    em.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
+    em.set_defaults(func=cmd_embed)
     return p
 
 

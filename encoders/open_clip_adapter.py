@@ -13,13 +13,16 @@ PRETRAINED is one of:
   checkpoint, as open_clip saves them (ARCH is then only a label).
 
 Every checkpoint is checked to be plain tensors before open_clip reads it (see
-`checkpoints.check_weights_only`); open_clip then loads it with `weights_only=True`.
+`checkpoints.check_weights_only`): local files when the encoder is constructed, downloaded
+ones before loading, and again at load if the file changed; open_clip then loads it with
+`weights_only=True`.
 
 Preprocessing is the checkpoint's own, as open_clip resolves it: its `PreprocessCfg`
 defaults (OpenAI CLIP mean/std, bicubic, shortest side + centre crop) overlaid with the
 tag's pretrained cfg (or the folder's `preprocess_cfg`, or `preprocess_tag`'s for a local
 file of a known tag), at the model's image size. It is computed before loading and passed to
-open_clip as `force_preprocess_cfg`, so the model carries the same config; pixels are then
+open_clip (`image_mean`, `image_std`, `image_interpolation`, `image_resize_mode`), so the
+model carries the same config; pixels are then
 produced by `preprocessing.preprocess_images` (torch ops, matching open_clip's Pillow
 pipeline to within 1 grey level before normalization).
 
@@ -176,6 +179,7 @@ class OpenClipEncoder(Encoder):
 
         self.arch, self.pretrained, self.cache_dir = arch, pretrained, cache_dir
         self._tag_cfg: dict[str, Any] | None = None  # set when weights must be downloaded
+        self.reference_transform: Any = None  # open_clip's eval transform, set on load
         self._checkpoint: str | None = None
         self._model_name = arch
         self.quick_gelu = False
@@ -232,6 +236,9 @@ class OpenClipEncoder(Encoder):
                 if self._checkpoint is None:
                     self._require_download(tag_cfg, allow_download)
                     self._tag_cfg = tag_cfg
+        self._checked: tuple[str, int, int] | None = None
+        if self._checkpoint is not None:
+            self._check_checkpoint(self._checkpoint)  # refuse unsafe files before anything loads
         self.quick_gelu = self.quick_gelu or bool(self.model_cfg.get("quick_gelu", False))
         size = self.model_cfg.get("vision_cfg", {}).get("image_size", pp["size"])
         pp["size"] = size
@@ -276,10 +283,10 @@ class OpenClipEncoder(Encoder):
         where = f"not in the Hugging Face cache {hf_cache_dir(self.cache_dir)}"
         if allowed and host and _reachable(host):
             return
-        reason = "offline" if not allowed else f"{host} is unreachable"
+        reason = f"offline ({where})" if not allowed else f"({where}, and {host or 'the host'} is unreachable)"
         raise WeightsUnavailableError(
-            f"open_clip weights for {self.arch}/{self.pretrained} are not available {reason} "
-            f"({where}); pass a local checkpoint: open_clip:{self.arch}:"
+            f"open_clip weights for {self.arch}/{self.pretrained} are not available {reason}; "
+            f"pass a local checkpoint: open_clip:{self.arch}:"
             "/path/to/open_clip_pytorch_model.bin (or .safetensors, or local-dir:PATH)"
         )
 
@@ -307,6 +314,13 @@ class OpenClipEncoder(Encoder):
             self._checkpoint = open_clip.download_pretrained(self._tag_cfg, cache_dir=self.cache_dir)
         return self._checkpoint
 
+    def _check_checkpoint(self, path: str) -> None:
+        st = os.stat(path)
+        key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+        if self._checked != key:
+            check_weights_only(path)
+            self._checked = key
+
     def _fingerprint_parts(self) -> dict[str, Any]:
         return {
             "arch": self.arch,
@@ -321,20 +335,26 @@ class OpenClipEncoder(Encoder):
         import open_clip
 
         checkpoint = self._ensure_checkpoint()
-        check_weights_only(checkpoint)
+        self._check_checkpoint(checkpoint)
+        pp = self._pp_dict
         kwargs: dict[str, Any] = dict(
             device=device,
-            force_preprocess_cfg=dict(self._pp_dict),
+            image_mean=tuple(pp["mean"]),
+            image_std=tuple(pp["std"]),
+            image_interpolation=pp["interpolation"],
+            image_resize_mode=pp["resize_mode"],
             weights_only=True,
             pretrained_image=False,
             require_pretrained=True,
         )
         if self._model_name.startswith(LOCAL_DIR_PREFIX):
-            model, _, _ = open_clip.create_model_and_transforms(self._model_name, **kwargs)
+            model, _, val = open_clip.create_model_and_transforms(self._model_name, **kwargs)
         else:
-            model, _, _ = open_clip.create_model_and_transforms(
+            model, _, val = open_clip.create_model_and_transforms(
                 self.arch, pretrained=checkpoint, force_quick_gelu=self.quick_gelu, **kwargs
             )
+        # open_clip's own (Pillow) eval transform, kept as the reference `preprocess` matches.
+        self.reference_transform = val
         visual_size = getattr(model.visual, "image_size", None)
         if visual_size is not None and _pair(visual_size) != self.preprocessing.size:
             raise EncoderError(

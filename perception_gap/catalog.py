@@ -410,12 +410,11 @@ class Catalog:
         """Usable frames of a set that have an embedding: (frame rows, (N, D) float32 array)."""
         import numpy as np
 
-        cur = self.con.execute(
+        tbl = self.con.sql(
             "SELECT f.pair_key, f.episode, f.step, f.rgb_path, e.vector FROM frames f "
-            "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = ? "
-            "WHERE f.set_name = ? AND f.status = 'ok' ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
-            [fingerprint, set_name])
-        tbl = cur.fetch_arrow_table()
+            "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
+            "WHERE f.set_name = $set AND f.status = 'ok' ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
+            params={"fp": fingerprint, "set": set_name}).to_arrow_table()
         n = tbl.num_rows
         if n == 0:
             return [], np.zeros((0, 0), np.float32)

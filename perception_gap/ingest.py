@@ -124,7 +124,7 @@ def scan_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
     """
     if not root.exists():
         raise InputError(f"Expected `PATH` to be an existing folder, got {str(root)!r} (not found).")
-    root = root.absolute()
+    root = Path(os.path.abspath(root))
     if not root.is_dir():
         raise InputError(f"Expected `PATH` to be a folder, got {str(root)!r} (a file).")
     regex = None
@@ -243,7 +243,7 @@ def read_manifest(path: Path) -> dict[tuple[str, str], list[FrameEntry]]:
     missing = [c for c in MANIFEST_REQUIRED if c not in columns]
     if missing:
         raise InputError(f"Manifest {str(path)!r} is missing required column(s) {', '.join(missing)} (has: {', '.join(sorted(map(str, columns)))}).")
-    base = path.absolute().parent
+    base = Path(os.path.abspath(path)).parent
     domains: dict[str, str] = {}
     out: dict[tuple[str, str], list[FrameEntry]] = {}
     for i, row in enumerate(rows, 2 if path.suffix.lower() == ".csv" else 1):

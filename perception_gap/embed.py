@@ -1,0 +1,192 @@
+"""Embedding stage: every usable frame through each encoder, batched and cached by content.
+
+Frames are decoded and preprocessed in background threads while the model runs on the
+previous batch (Pillow, numpy and torch release the GIL for the heavy work), so the model is
+rarely idle. Each batch is written in one transaction keyed by (content hash, encoder
+fingerprint): a killed run loses at most the batch in flight, never duplicates a row, and the
+rerun embeds only what is missing. The model is not even loaded when nothing is missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .catalog import Catalog
+from .errors import FrameError, InputError
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+PREFETCH = 2  # batches decoded ahead of the model: bounds memory to ~3 batches
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    """What one encoder's embedding pass did.
+
+    Attributes:
+        encoder: requested name; fingerprint: weights + preprocessing hash; dim: width.
+        todo: frames that lacked an embedding; embedded: vectors written now;
+        skipped: frames that cannot be fed to this encoder, with reasons;
+        seconds: wall time of the pass; model_loaded: whether the model had to be loaded.
+    """
+
+    encoder: str
+    fingerprint: str
+    dim: int
+    todo: int
+    embedded: int
+    skipped: int
+    seconds: float
+    model_loaded: bool
+
+
+def load_encoder(name: str, *, device: str = "auto") -> Any:
+    """An encoder by name, with engine errors (one line) for unknown names or missing weights."""
+    import encoders
+
+    try:
+        enc = encoders.get_encoder(name, device=device)
+        if not enc.weights_available():
+            raise InputError(f"Weights for encoder {name!r} are not available here: {enc.weights_source() or 'unknown source'}.")
+        return enc
+    except encoders.EncoderError as e:
+        raise InputError(str(e).splitlines()[0]) from None
+
+
+def parse_encoder_list(spec: str | list[str] | None) -> list[str]:
+    """`a,b` or ['a', 'b'] -> ['a', 'b'] (open_clip names keep their colons)."""
+    if spec is None:
+        return []
+    items = spec if isinstance(spec, list) else [spec]
+    names = [n.strip() for item in items for n in item.split(",") if n.strip()]
+    if not names:
+        raise InputError("Expected at least one encoder name in `--encoder`, got none.")
+    return names
+
+
+def _frame_to_uint8(path: str) -> np.ndarray:
+    """Decode a frame into the HxWx3 uint8 RGB an image encoder takes.
+
+    16-bit images map their full scale to 8-bit full scale (v / 257, rounded); grayscale is
+    repeated to three channels. Float or otherwise scaled observation arrays are refused: the
+    normalization they carry cannot be inverted without its constants, and guessing them would
+    hide exactly the plumbing bug this tool looks for.
+    """
+    from .frames import decode_rgb
+
+    img = decode_rgb(Path(path))
+    if not isinstance(img, np.ndarray):
+        a = np.asarray(img.convert("RGB") if img.mode != "RGB" else img)
+    else:
+        a = img
+        if a.dtype == np.uint16:
+            a = ((a.astype(np.uint32) + 128) // 257).astype(np.uint8)
+        elif a.dtype != np.uint8:
+            raise FrameError(
+                f"observation array of dtype {a.dtype} (already scaled or normalized): an image encoder "
+                "needs uint8 RGB and its constants are not declared; embed the raw frames instead")
+        if a.shape[2] == 1:
+            a = np.repeat(a, 3, axis=2)
+        elif a.shape[2] == 4:
+            a = a[..., :3]
+        elif a.shape[2] != 3:
+            raise FrameError(f"expected 1, 3 or 4 channels for an image encoder, got {a.shape[2]}")
+    return np.ascontiguousarray(a)
+
+
+def _load_batch(enc: Any, items: list[tuple[str, str]], pool: ThreadPoolExecutor | None) -> tuple[list[str], Any, list[tuple[str, str]]]:
+    """Decode and preprocess one batch: (hashes, (N,3,H,W) tensor or None, [(hash, skip reason)])."""
+    def one(item: tuple[str, str]) -> tuple[str, np.ndarray | None, str | None]:
+        h, path = item
+        try:
+            return h, _frame_to_uint8(path), None
+        except FrameError as e:
+            return h, None, str(e)
+        except (ValueError, MemoryError, OSError) as e:
+            return h, None, f"cannot decode: {e}"
+
+    results = list(pool.map(one, items)) if pool is not None else [one(i) for i in items]
+    hashes = [h for h, a, _ in results if a is not None]
+    arrays = [a for _, a, _ in results if a is not None]
+    skips = [(h, err) for h, a, err in results if a is None]
+    batch = enc.preprocess(arrays) if arrays else None
+    return hashes, batch, skips
+
+
+def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] | None = None, *,
+               device: str = "auto", batch_size: int = 32, workers: int = 2,
+               progress: Progress | None = None) -> list[EmbedReport]:
+    """Embed every usable frame of the sets (all sets when None) through each encoder.
+
+    Args:
+        catalog: open catalog.
+        encoder_names: registered names or `open_clip:ARCH:PRETRAINED`.
+        set_names: sets to embed; None for every indexed set.
+        device: "auto", "cpu" or "cuda".
+        batch_size: frames per model call (and per database transaction).
+        workers: decoding threads feeding the model.
+
+    Returns:
+        One report per encoder, in the order given.
+    """
+    if batch_size < 1:
+        raise InputError(f"Expected `--batch-size` >= 1, got {batch_size}.")
+    if set_names is not None:
+        for s in set_names:
+            if catalog.get_set(s) is None:
+                known = ", ".join(repr(x) for x in catalog.list_sets()) or "none indexed yet"
+                raise InputError(f"Unknown set {s!r} (known: {known}).")
+    encs = [load_encoder(n, device=device) for n in encoder_names]
+    reports = []
+    for name, enc in zip(encoder_names, encs):
+        t0 = time.perf_counter()
+        todo = [(h, p) for h, p, _dtype, _fmt in catalog.hashes_needing_embedding(set_names, enc.fingerprint)]
+        embedded = skipped = 0
+        loaded = False
+        if todo:
+            loaded = True
+            enc.load()
+            embedded, skipped = _embed_items(catalog, name, enc, todo, batch_size, workers, progress)
+        reports.append(EmbedReport(encoder=name, fingerprint=enc.fingerprint, dim=enc.dim, todo=len(todo),
+                                   embedded=embedded, skipped=skipped, seconds=time.perf_counter() - t0,
+                                   model_loaded=loaded))
+        log.info("%s: %d embedded, %d skipped in %.1fs", name, embedded, skipped, reports[-1].seconds)
+    return reports
+
+
+def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple[str, str]], batch_size: int,
+                 workers: int, progress: Progress | None) -> tuple[int, int]:
+    batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
+    embedded = skipped = done = 0
+    # One loader thread assembles batches in order; `workers` threads decode inside a batch.
+    with ThreadPoolExecutor(max_workers=1) as loader, ThreadPoolExecutor(max_workers=max(1, workers)) as decoders:
+        queue: deque[Future] = deque()
+        it = iter(batches)
+        for b in it:
+            queue.append(loader.submit(_load_batch, enc, b, decoders))
+            if len(queue) >= PREFETCH:
+                break
+        while queue:
+            hashes, batch, skips = queue.popleft().result()
+            nxt = next(it, None)
+            if nxt is not None:
+                queue.append(loader.submit(_load_batch, enc, nxt, decoders))
+            vectors = enc.encode(batch) if batch is not None else np.zeros((0, enc.dim), np.float32)
+            if vectors.shape != (len(hashes), enc.dim) or not np.all(np.isfinite(vectors)):
+                raise InputError(f"Encoder {name!r} returned shape {vectors.shape} (expected {(len(hashes), enc.dim)}) or non-finite values for a batch; nothing of it was stored.")
+            catalog.write_embeddings(name, enc.fingerprint, hashes, vectors, skips)
+            embedded += len(hashes)
+            skipped += len(skips)
+            done += len(hashes) + len(skips)
+            if progress:
+                progress(done, len(todo))
+    return embedded, skipped

@@ -1,0 +1,173 @@
+"""The cached embedding stage on a real catalog with real encoders."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+from PIL import Image
+
+import cli
+import encoders
+from perception_gap.catalog import Catalog
+from perception_gap.embed import embed_sets
+from perception_gap.errors import InputError
+from perception_gap.ingest import index_folder
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def scene(seed: int, h: int = 60, w: int = 80) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    a = np.stack([x * 2 + seed * 7, y * 3, (x * y) % 200], -1) + rng.normal(0, 5, (h, w, 3))
+    return np.clip(a, 0, 255).astype(np.uint8)
+
+
+@pytest.fixture()
+def catalog(tmp_path):
+    root = tmp_path / "frames"
+    root.mkdir()
+    for i in range(10):
+        Image.fromarray(scene(i)).save(root / f"f{i:02d}.png")
+    np.save(root / "normalized.npy", (scene(50).astype(np.float32) / 255 - 0.5) / 0.5)
+    np.save(root / "raw_uint8.npy", scene(51))
+    db = tmp_path / "c.duckdb"
+    with Catalog(db) as cat:
+        index_folder(cat, root, "s", "sim")
+    return db, root
+
+
+def count(db: Path, sql: str) -> int:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_embed_is_cached_incremental_and_matches_direct_call(catalog):
+    db, root = catalog
+    with Catalog(db) as cat:
+        (r,) = embed_sets(cat, ["pixel"], ["s"], device="cpu", batch_size=4)
+        assert (r.todo, r.embedded, r.skipped) == (12, 11, 1) and r.model_loaded
+        (r2,) = embed_sets(cat, ["pixel"], ["s"], device="cpu", batch_size=4)
+        assert (r2.todo, r2.embedded, r2.model_loaded) == (0, 0, False)
+        Image.fromarray(scene(77)).save(root / "new.png")
+        index_folder(cat, root, "s", "sim")
+        (r3,) = embed_sets(cat, ["pixel"], ["s"], device="cpu", batch_size=4)
+        assert (r3.todo, r3.embedded) == (1, 1)
+        meta, vecs = cat.load_embeddings("s", r.fingerprint)
+        reasons = cat.embedding_skip_reasons("s", r.fingerprint)
+    assert vecs.dtype == np.float32 and vecs.shape == (12, encoders.get_encoder("pixel").dim)
+    assert [Path(x["path"]).name for x in reasons] == ["normalized.npy"]
+    assert "normalized" in reasons[0]["reason"]
+    # the stored vector is exactly what the encoder gives on the decoded frame
+    direct = encoders.get_encoder("pixel").embed([np.asarray(Image.open(root / "f03.png").convert("RGB"))])[0]
+    i = [m["pair_key"] for m in meta].index("f03")
+    np.testing.assert_array_equal(vecs[i], direct)
+    assert count(db, "SELECT count(*) FROM embeddings") == count(db, "SELECT count(DISTINCT content_hash) FROM embeddings")
+
+
+def test_real_encoder_through_the_stage(catalog):
+    db, _ = catalog
+    with Catalog(db) as cat:
+        (r,) = embed_sets(cat, ["efficientnet-lite0"], None, device="cpu", batch_size=8)
+        assert r.embedded == 11 and r.dim == 1280
+        _, vecs = cat.load_embeddings("s", r.fingerprint)
+    assert np.isfinite(vecs).all() and vecs.std() > 0
+
+
+def test_a_new_fingerprint_re_embeds(catalog, monkeypatch):
+    from encoders import registry
+
+    db, _ = catalog
+    name = "pixel-8-test"
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # registration undone after the test
+    encoders.register_encoder(name, lambda **kw: encoders.PixelEncoder(thumb_size=8, **kw))
+    with Catalog(db) as cat:
+        (a,) = embed_sets(cat, ["pixel"], None, device="cpu")
+        (b,) = embed_sets(cat, [name], None, device="cpu")
+    assert a.fingerprint != b.fingerprint and b.embedded == 11
+
+
+def test_failure_mid_run_keeps_finished_batches_and_rerun_completes(catalog, monkeypatch):
+    db, _ = catalog
+    calls = {"n": 0}
+    real_encode = encoders.PixelEncoder.encode
+
+    def flaky(self, batch):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("simulated crash in the second batch")
+        return real_encode(self, batch)
+
+    monkeypatch.setattr(encoders.PixelEncoder, "encode", flaky)
+    with Catalog(db) as cat, pytest.raises(RuntimeError, match="simulated"):
+        embed_sets(cat, ["pixel"], None, device="cpu", batch_size=4)
+    assert count(db, "SELECT count(*) FROM embeddings") == 4  # the first batch only, whole
+    monkeypatch.setattr(encoders.PixelEncoder, "encode", real_encode)
+    with Catalog(db) as cat:
+        (r,) = embed_sets(cat, ["pixel"], None, device="cpu", batch_size=4)
+    assert r.embedded == 7
+    assert count(db, "SELECT count(*) FROM embeddings") == 11
+    assert count(db, "SELECT count(*) FROM (SELECT content_hash FROM embeddings GROUP BY ALL HAVING count(*) > 1)") == 0
+
+
+def test_kill_9_then_rerun_leaves_one_row_per_frame(tmp_path):
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(300):
+        Image.fromarray(scene(i, 120, 160)).save(root / f"f{i:03d}.png")
+    db = tmp_path / "c.duckdb"
+    base = [sys.executable, str(REPO / "cli.py")]
+    assert subprocess.run(base + ["index", str(root), "--set", "m", "--domain", "real", "--db", str(db), "-q"]).returncode == 0
+    proc = subprocess.Popen(base + ["embed", "--encoder", "pixel", "--db", str(db), "--batch-size", "8", "-q", "--device", "cpu"])
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+        try:
+            if count(db, "SELECT count(*) FROM embeddings") > 0:
+                break
+        except duckdb.Error:
+            pass  # the writer holds the lock; keep polling
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    out = subprocess.run(base + ["embed", "--encoder", "pixel", "--db", str(db), "--device", "cpu"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert count(db, "SELECT count(*) FROM embeddings") == 300
+    assert count(db, "SELECT count(DISTINCT content_hash) FROM embeddings") == 300
+
+
+def test_unknown_encoder_and_set_are_one_line_errors(catalog, capsys):
+    db, _ = catalog
+    with Catalog(db) as cat:
+        with pytest.raises(InputError, match="efficientnet-lite0"):
+            embed_sets(cat, ["nope"], None)
+        with pytest.raises(InputError, match="Unknown set 'zzz'"):
+            embed_sets(cat, ["pixel"], ["zzz"])
+    code = cli.main(["embed", "--encoder", "nope", "--db", str(db)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "pixel" in err
+
+
+def test_cli_encoders_and_embed(catalog, capsys, tmp_path):
+    db, _ = catalog
+    js = tmp_path / "enc.json"
+    assert cli.main(["encoders", "--json", str(js)]) == 0
+    out = capsys.readouterr().out
+    assert "efficientnet-lite0" in out and "open_clip:ARCH:PRETRAINED" in out
+    listed = json.loads(js.read_text())
+    assert {e["name"] for e in listed} == set(encoders.list_encoders())
+    assert all(e["weights_available"] for e in listed)
+    assert cli.main(["embed", "--encoder", "pixel", "--set", "s", "--db", str(db), "--device", "cpu"]) == 0
+    assert "11 embedded, 1 skipped" in capsys.readouterr().out
