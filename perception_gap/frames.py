@@ -7,7 +7,6 @@ Nothing is rescaled: 16-bit images stay uint16, observation arrays keep their dt
 from __future__ import annotations
 
 import io
-import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,19 +84,31 @@ def _open_image(data: bytes) -> Image.Image:
         raise FrameError(f"not a readable image: {type(e).__name__}: {e}".rstrip(": ")) from None
 
 
-def probe_image(data: bytes) -> Header:
-    """Header of an image file's bytes without decoding its pixels."""
-    if not data:
-        raise FrameError("zero-byte file")
-    img = _open_image(data)
+def _orientation(img: Image.Image) -> int | None:
+    """EXIF orientation without decoding pixels.
+
+    For PNG, Pillow's `getexif()` loads the whole image to look for a trailing eXIf chunk, so
+    only an eXIf chunk seen while reading the header (the usual place) is used there.
+    """
+    try:
+        if img.format == "PNG":
+            raw = img.info.get("exif")
+            if not raw:
+                return None
+            exif = Image.Exif()
+            exif.load(raw)
+            return exif.get(EXIF_ORIENTATION_TAG)
+        if img.format in ("JPEG", "TIFF", "WEBP", "MPO"):
+            return img.getexif().get(EXIF_ORIENTATION_TAG)
+    except Exception:
+        return None
+    return None
+
+
+def _header_of(img: Image.Image, data: bytes) -> Header:
     w, h = img.size
     _check_size(w, h)
-    orientation = None
-    if img.format in ("JPEG", "TIFF", "WEBP", "PNG", "MPO"):
-        try:
-            orientation = img.getexif().get(EXIF_ORIENTATION_TAG)
-        except Exception:
-            orientation = None
+    orientation = _orientation(img)
     if orientation in (5, 6, 7, 8):
         w, h = h, w
     dtype, channels = _MODE_INFO.get(img.mode, ("uint8", len(img.getbands())))
@@ -105,6 +116,13 @@ def probe_image(data: bytes) -> Header:
         dtype = "uint16"  # Pillow reads 48/64-bit PNG as 8-bit; we decode it ourselves
     return Header(width=w, height=h, format=img.format or "unknown", mode=img.mode,
                   dtype=dtype, channels=channels, exif_orientation=orientation)
+
+
+def probe_image(data: bytes) -> Header:
+    """Header of an image file's bytes without decoding its pixels."""
+    if not data:
+        raise FrameError("zero-byte file")
+    return _header_of(_open_image(data), data)
 
 
 def _npy_header(data: bytes) -> tuple[tuple[int, ...], np.dtype, bool]:
@@ -235,10 +253,12 @@ def decode_rgb(path: Path, data: bytes | None = None) -> Image.Image | np.ndarra
         return _to_hwc(_load_npy(data))
     if ext not in IMAGE_EXTS:
         raise FrameError(f"unsupported file type {ext or '(none)'!r}")
-    header = probe_image(data)
+    if not data:
+        raise FrameError("zero-byte file")
+    img = _open_image(data)
+    header = _header_of(img, data)
     if header.format == "PNG" and header.dtype == "uint16" and header.channels >= 3:
         return _decode_png16(data)
-    img = _open_image(data)
     try:
         img.load()
         if header.exif_orientation not in (None, 1):
@@ -274,8 +294,10 @@ def decode_depth(path: Path, data: bytes | None = None) -> np.ndarray:
         return a
     if ext not in DEPTH_EXTS:
         raise FrameError(f"unsupported depth file type {ext!r}")
-    header = probe_image(data)
+    if not data:
+        raise FrameError("zero-byte file")
     img = _open_image(data)
+    header = _header_of(img, data)
     try:
         img.load()
     except Exception as e:
@@ -323,6 +345,3 @@ def read_bytes(path: Path) -> bytes:
     except OSError as e:
         raise FrameError(f"cannot read file: {e.strerror or e}") from None
 
-
-def is_finite_number(x: object) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)

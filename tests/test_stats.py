@@ -33,7 +33,7 @@ def textured(h: int = 240, w: int = 320, seed: int = 0) -> np.ndarray:
 
 def ref_grid(a: np.ndarray) -> np.ndarray:
     h, w = a.shape[:2]
-    s = max(1, int(np.floor(np.sqrt(h * w / 32768))))
+    s = max(1, int(np.floor(np.sqrt(h * w / 16384))))
     rows = np.arange(s // 2, (h // s) * s, s) if s > 1 else np.arange(h)
     cols = np.arange(s // 2, (w // s) * s, s) if s > 1 else np.arange(w)
     return a[np.ix_(rows, cols)]
@@ -49,7 +49,7 @@ def ref_srgb_linear(v: np.ndarray) -> np.ndarray:
     return np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4)
 
 
-def ref_crop(a: np.ndarray, size: int = 192) -> np.ndarray:
+def ref_crop(a: np.ndarray, size: int = 128) -> np.ndarray:
     h, w = a.shape[:2]
     ch, cw = min(h, size), min(w, size)
     top, left = ((h - ch) // 2) // 8 * 8, ((w - cw) // 2) // 8 * 8
@@ -197,9 +197,10 @@ def test_depth_units():
 
 
 def test_stride_bounds_cost():
-    assert sample_stride(240, 320) == 1
-    assert sample_stride(480, 640) == 3
-    assert sample_stride(1080, 1920) == 7
+    assert sample_stride(120, 128) == 1
+    assert sample_stride(240, 320) == 2
+    assert sample_stride(480, 640) == 4
+    assert sample_stride(1080, 1920) == 11
 
 
 @settings(max_examples=40, deadline=None)
