@@ -5,7 +5,7 @@ crops, resizes, flips, brightness; synthetic textures when that folder is absent
 folder, indexes them into a fresh catalog (not timed), then times
 `perception_gap.pipeline.compute_stats` (decode + statistics in worker processes + DuckDB
 writes) against a bare `Image.open(path).load()` over the same files, in the same chunks, in
-a forkserver ProcessPoolExecutor with the same number of workers. Repeats alternate the two
+a ProcessPoolExecutor of the pipeline's own start method (fork on Linux) with the same number of workers. Repeats alternate the two
 and the figures are medians over repeats (the ratio: the median of each repeat's ratio, so
 both sides of a ratio saw the same neighbours' load). Both timings are end to end: worker-pool start (the workers'
 imports) and shutdown are included; the forkserver server itself is started once, before any
@@ -143,12 +143,25 @@ def _bare_decode(paths: list[str]) -> int:
     return len(paths)
 
 
-def _forkserver_children_cpu() -> float | None:
-    """CPU seconds (user + sys) of the forkserver's exited children, i.e. of all pool workers.
+def _pool_context():
+    """The pipeline's own pool context (fork on Linux), so both sides start workers alike."""
+    from perception_gap.pipeline import _pool_context
 
-    The workers are children of the forkserver, which reaps them, so their CPU time shows up
-    in its `cutime`/`cstime` (/proc/PID/stat). None where unavailable (not Linux).
+    return _pool_context()
+
+
+def _forkserver_children_cpu() -> float | None:
+    """CPU seconds (user + sys) of all exited pool workers.
+
+    Forked workers are our children (`RUSAGE_CHILDREN`). Forkserver workers are children of the
+    forkserver, which reaps them, so their CPU time shows up in its `cutime`/`cstime`
+    (/proc/PID/stat). None where unavailable (not Linux).
     """
+    if _pool_context().get_start_method() == "fork":
+        import resource
+
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
     from multiprocessing import forkserver
 
     pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
@@ -179,10 +192,10 @@ class Timing:
 
 
 def bare_decode(paths: list[str], workers: int, chunk: int) -> Timing:
-    """Decode every path in a forkserver pool of `workers`, pool start and shutdown included."""
+    """Decode every path in a pool of `workers` (the pipeline's context), start and shutdown included."""
     chunks = [paths[i : i + chunk] for i in range(0, len(paths), chunk)]
     with Timing() as t:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("forkserver")) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
             n = sum(pool.map(_bare_decode, chunks))
     assert n == len(paths)
     return t
@@ -193,8 +206,8 @@ def _noop(x: int) -> int:
 
 
 def start_forkserver() -> None:
-    """Start the forkserver once, outside any timing (both measurements then pay the same)."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("forkserver")) as pool:
+    """Start the forkserver (where one is used) once, outside any timing."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=_pool_context()) as pool:
         list(pool.map(_noop, [0]))
 
 
@@ -230,8 +243,7 @@ def breakdown(paths: list[str]) -> dict[str, float]:
     """`_breakdown` in a fresh forkserver worker set up like the pipeline's."""
     from perception_gap.compute import worker_init
 
-    ctx = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=worker_init) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=_pool_context(), initializer=worker_init) as pool:
         return pool.submit(_breakdown, paths).result()
 
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import duckdb
-import pyarrow as pa
 
 from .errors import CatalogError, InputError
 from .stats import DepthStats, ImageStats
@@ -130,12 +129,27 @@ FRAME_COLUMNS = (
     "width", "height", "format", "mode", "dtype", "channels", "exif_orientation",
     "action", "proprio", "status", "error",
 )
-_FRAME_TYPES = {
-    "step": pa.int64(), "file_size": pa.int64(), "mtime_ns": pa.int64(),
-    "depth_size": pa.int64(), "depth_mtime_ns": pa.int64(), "width": pa.int32(),
-    "height": pa.int32(), "channels": pa.int32(), "exif_orientation": pa.int32(),
-    "action": pa.list_(pa.float64()), "proprio": pa.list_(pa.float64()),
-}
+
+
+class _LazyArrow:
+    """pyarrow, imported on first use: read-only commands (a warm `embed`) never pay for it."""
+
+    def __getattr__(self, name: str) -> Any:
+        import pyarrow
+
+        return getattr(pyarrow, name)
+
+
+pa = _LazyArrow()
+
+
+def _frame_types() -> dict[str, Any]:
+    return {
+        "step": pa.int64(), "file_size": pa.int64(), "mtime_ns": pa.int64(),
+        "depth_size": pa.int64(), "depth_mtime_ns": pa.int64(), "width": pa.int32(),
+        "height": pa.int32(), "channels": pa.int32(), "exif_orientation": pa.int32(),
+        "action": pa.list_(pa.float64()), "proprio": pa.list_(pa.float64()),
+    }
 _IMAGE_FIELDS = tuple(f.name for f in fields(ImageStats))
 _DEPTH_FIELDS = tuple(f.name for f in fields(DepthStats))
 
@@ -244,7 +258,7 @@ class Catalog:
         """Insert or replace frames (keyed by set and path) in one transaction."""
         if not rows:
             return
-        batch = _arrow_table(rows, FRAME_COLUMNS, _FRAME_TYPES)  # noqa: F841 (DuckDB reads it by name)
+        batch = _arrow_table(rows, FRAME_COLUMNS, _frame_types())  # noqa: F841 (DuckDB reads it by name)
         cols = ", ".join(FRAME_COLUMNS)
         self.con.execute("BEGIN")
         try:

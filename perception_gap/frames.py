@@ -98,6 +98,8 @@ def _orientation(img: Image.Image) -> int | None:
             exif = Image.Exif()
             exif.load(raw)
             return exif.get(EXIF_ORIENTATION_TAG)
+        if img.format in ("JPEG", "MPO", "WEBP") and not img.info.get("exif"):
+            return None  # no APP1/EXIF block: skip the parser (most camera pipelines' frames)
         if img.format in ("JPEG", "TIFF", "WEBP", "MPO"):
             return img.getexif().get(EXIF_ORIENTATION_TAG)
     except Exception:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
@@ -29,6 +30,19 @@ def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """`fork` on Linux, `forkserver` elsewhere.
+
+    A forked worker starts in ~15 ms with numpy and Pillow already imported; a forkserver or
+    spawned one re-imports them (~0.2 s per pool, an eighth of a 1,500-frame statistics run).
+    Forking a process that has DuckDB threads is safe here because the workers never touch
+    DuckDB (or torch): they decode files and run numpy/Pillow, and glibc's malloc is fork-safe.
+    """
+    if sys.platform.startswith("linux"):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver")
+
+
 def _run_jobs(job: Callable, items: list[tuple[str, str]], write: Callable, workers: int,
               progress: Progress | None, done_offset: int, total: int) -> int:
     """Map `job` over items in chunks (in worker processes when it pays), writing as results come."""
@@ -49,8 +63,7 @@ def _run_jobs(job: Callable, items: list[tuple[str, str]], write: Callable, work
         results = map(job, chunks)
         pool = None
     else:
-        ctx = multiprocessing.get_context("forkserver")
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init)
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(), initializer=worker_init)
         results = pool.map(job, chunks)
     try:
         for res in results:

@@ -33,7 +33,7 @@ def textured(h: int = 240, w: int = 320, seed: int = 0) -> np.ndarray:
 
 def ref_grid(a: np.ndarray) -> np.ndarray:
     h, w = a.shape[:2]
-    s = max(1, int(np.floor(np.sqrt(h * w / 16384))))
+    s = max(1, int(np.floor(np.sqrt(h * w / 8192))))
     rows = np.arange(s // 2, (h // s) * s, s) if s > 1 else np.arange(h)
     cols = np.arange(s // 2, (w // s) * s, s) if s > 1 else np.arange(w)
     return a[np.ix_(rows, cols)]
@@ -197,10 +197,10 @@ def test_depth_units():
 
 
 def test_stride_bounds_cost():
-    assert sample_stride(120, 128) == 1
-    assert sample_stride(240, 320) == 2
-    assert sample_stride(480, 640) == 4
-    assert sample_stride(1080, 1920) == 11
+    assert sample_stride(90, 90) == 1
+    assert sample_stride(240, 320) == 3
+    assert sample_stride(480, 640) == 6
+    assert sample_stride(1080, 1920) == 15
 
 
 @settings(max_examples=40, deadline=None)
