@@ -59,13 +59,6 @@ _MODE_INFO = {  # Pillow mode -> (dtype of decoded values, channels)
 }
 
 
-def _png_bit_depth(data: bytes) -> int | None:
-    """Bit depth from a PNG IHDR chunk (byte 24), None if not a PNG."""
-    if len(data) >= 26 and data[:8] == b"\x89PNG\r\n\x1a\n":
-        return data[24]
-    return None
-
-
 def _check_size(w: int, h: int) -> None:
     if w <= 0 or h <= 0:
         raise FrameError(f"empty image ({w}x{h})")
@@ -73,11 +66,11 @@ def _check_size(w: int, h: int) -> None:
         raise FrameError(f"image too large ({w}x{h} = {w * h} pixels > {MAX_PIXELS}): possible decompression bomb")
 
 
-def _open_image(data: bytes) -> Image.Image:
+def _open_image(src: bytes | Path) -> Image.Image:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            return Image.open(io.BytesIO(data))
+            return Image.open(io.BytesIO(src) if isinstance(src, bytes) else src)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         raise FrameError(f"decompression bomb refused: {e}") from None
     except Exception as e:  # Pillow raises many types for unreadable input
@@ -107,14 +100,23 @@ def _orientation(img: Image.Image) -> int | None:
     return None
 
 
-def _header_of(img: Image.Image, data: bytes) -> Header:
+def _is_png16(img: Image.Image) -> bool:
+    """A 48/64-bit PNG: Pillow would decode it to 8 bits (its raw mode says `;16`)."""
+    if img.format != "PNG" or img.mode not in ("RGB", "RGBA") or not img.tile:
+        return False
+    args = img.tile[0][3]
+    raw = args[0] if isinstance(args, tuple) else args
+    return isinstance(raw, str) and ";16" in raw
+
+
+def _header_of(img: Image.Image) -> Header:
     w, h = img.size
     _check_size(w, h)
     orientation = _orientation(img)
     if orientation in (5, 6, 7, 8):
         w, h = h, w
     dtype, channels = _MODE_INFO.get(img.mode, ("uint8", len(img.getbands())))
-    if img.format == "PNG" and _png_bit_depth(data) == 16 and img.mode in ("RGB", "RGBA"):
+    if _is_png16(img):
         dtype = "uint16"  # Pillow reads 48/64-bit PNG as 8-bit; we decode it ourselves
     return Header(width=w, height=h, format=img.format or "unknown", mode=img.mode,
                   dtype=dtype, channels=channels, exif_orientation=orientation)
@@ -124,7 +126,7 @@ def probe_image(data: bytes) -> Header:
     """Header of an image file's bytes without decoding its pixels."""
     if not data:
         raise FrameError("zero-byte file")
-    return _header_of(_open_image(data), data)
+    return _header_of(_open_image(data))
 
 
 def _npy_header(data: bytes) -> tuple[tuple[int, ...], np.dtype, bool]:
@@ -248,19 +250,28 @@ def decode_rgb(path: Path, data: bytes | None = None) -> Image.Image | np.ndarra
         alpha converted/dropped) or, for 16-bit, 32-bit and float data and `.npy` arrays, an
         (H, W, C) numpy array with the file's own dtype and values.
     """
-    if data is None:
-        data = read_bytes(path)
     ext = path.suffix.lower()
     if ext in ARRAY_EXTS:
-        return _to_hwc(_load_npy(data))
+        return _to_hwc(_load_npy(read_bytes(path) if data is None else data))
     if ext not in IMAGE_EXTS:
         raise FrameError(f"unsupported file type {ext or '(none)'!r}")
-    if not data:
+    if data is None:
+        # Pillow reads the file itself (no copy of its bytes): this runs once per frame.
+        try:
+            if path.stat().st_size == 0:
+                raise FrameError("zero-byte file")
+        except FileNotFoundError:
+            raise FrameError("file not found") from None
+        except PermissionError:
+            raise FrameError("permission denied") from None
+        if path.is_dir():
+            raise FrameError("is a directory, not a file")
+    elif not data:
         raise FrameError("zero-byte file")
-    img = _open_image(data)
-    header = _header_of(img, data)
-    if header.format == "PNG" and header.dtype == "uint16" and header.channels >= 3:
-        return _decode_png16(data)
+    img = _open_image(path if data is None else data)
+    header = _header_of(img)
+    if header.dtype == "uint16" and header.channels >= 3:
+        return _decode_png16(read_bytes(path) if data is None else data)
     try:
         img.load()
         if header.exif_orientation not in (None, 1):
@@ -299,7 +310,7 @@ def decode_depth(path: Path, data: bytes | None = None) -> np.ndarray:
     if not data:
         raise FrameError("zero-byte file")
     img = _open_image(data)
-    header = _header_of(img, data)
+    header = _header_of(img)
     try:
         img.load()
     except Exception as e:
