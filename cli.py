@@ -226,6 +226,52 @@ def cmd_embed(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- run -----------------------------------------------------------------------------------------
+
+def _print_run(res: dict[str, Any], out_dir: Path) -> None:
+    print(f"sim {res['config']['sim']!r} vs real {res['config']['real']!r}: {res['pairs']['n_pairs']} pairs")
+    print(f"{'rank':>4}  {'encoder':<22} {'distance (95% CI)':<24} {'floor':>6} {'AUC':>5} {'cos':>6} {'probe s->r':>10}")
+    for e in res["encoders"]:
+        ci = e.get("centroid_distance_norm_ci") or {}
+        dist = (f"{_fmt(e['centroid_distance_norm'])} ({_fmt(ci.get('low'))}-{_fmt(ci.get('high'))})"
+                if e.get("centroid_distance_norm") is not None else "-")
+        front = "*" if e.get("pareto_front") else " "
+        print(f"{_fmt(e.get('rank')):>4}{front} {e['name']:<22} {dist:<24} {_fmt(e.get('noise_floor')):>6} "
+              f"{_fmt(e.get('domain_auc')):>5} {_fmt((e.get('paired_cosine') or {}).get('mean')):>6} "
+              f"{_fmt((e.get('probe') or {}).get('sim_to_real')):>10}")
+    print("(* on the Pareto front of gap vs probe; distance = normalized PCA centroid distance, floor = real-vs-real)")
+    if not res["findings"]:
+        print("findings: none")
+    for i, f in enumerate(res["findings"], 1):
+        print(f"{i}. [{f['severity']}] {f['code']}: {f['title']}")
+        if f.get("action"):
+            print(f"   action: {f['action']}")
+    print(f"results: {out_dir / 'results.json'}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from perception_gap.analysis import run_job
+    from perception_gap.catalog import Catalog
+    from perception_gap.embed import parse_encoder_list
+
+    names = parse_encoder_list(args.encoders) if args.encoders else None
+    out_dir = Path(args.out)
+    progress, close = _progress(args, "run")
+    with Catalog(args.db) as cat:
+        try:
+            res = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
+                          batch_size=args.batch_size, workers=args.workers, progress=progress)
+        finally:
+            close()
+    text = _dumps(res)
+    atomic_write_text(out_dir / "results.json", text)
+    if args.json:
+        atomic_write_text(Path(args.json), text)
+    if not args.quiet:
+        _print_run(res, out_dir)
+    return 0
+
+
 # -- parser ------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -271,6 +317,20 @@ def build_parser() -> argparse.ArgumentParser:
     em.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the model runs")
     em.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
     em.set_defaults(func=cmd_embed)
+
+    rn = sub.add_parser("run", parents=[common], help="the whole analysis: statistics, embeddings, gap, probes, ranking",
+                        description="Raw statistics and plumbing diagnoses, embeddings, sim-vs-real gap metrics with "
+                                    "noise floors and CIs, linear probes, encoder ranking and findings; writes "
+                                    "DIR/results.json.")
+    rn.add_argument("--sim", required=True, help="sim set name")
+    rn.add_argument("--real", required=True, help="real set name")
+    rn.add_argument("--encoders", action="append",
+                    help="encoder name(s), comma-separated or repeated (default: every encoder with weights available)")
+    rn.add_argument("--out", required=True, help="output folder (results.json)")
+    rn.add_argument("--json", help="also write results.json to this file")
+    rn.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the models run")
+    rn.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
+    rn.set_defaults(func=cmd_run)
     return p
 
 

@@ -425,7 +425,7 @@ class Catalog:
         import numpy as np
 
         tbl = self.con.sql(
-            "SELECT f.pair_key, f.episode, f.step, f.rgb_path, e.vector FROM frames f "
+            "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.vector FROM frames f "
             "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
             "WHERE f.set_name = $set AND f.status = 'ok' ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
             params={"fp": fingerprint, "set": set_name}).to_arrow_table()

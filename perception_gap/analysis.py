@@ -1,0 +1,185 @@
+"""The `run` job: statistics, embeddings, comparison, probes, ranking and findings in one go.
+
+Combines the catalog with the pure math of `compare`, `probes`, `ranking` and `perception`;
+returns the results.json structure (CONTRACT.md) and stores every figure in the catalog's
+`runs`/`results` tables so runs can be compared over time.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import numpy as np
+
+from . import __version__
+from .catalog import Catalog
+from .embed import embed_sets, load_encoder
+from .errors import InputError, InsufficientData
+from .findings import Finding, order_findings
+from .perception import insufficient_findings, perception_findings
+from .pipeline import stats_job
+from .ranking import EncoderScore, clip_band, rank_encoders
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int], None]
+
+
+def default_encoders() -> list[str]:
+    """Every registered encoder whose weights are available here."""
+    import encoders
+
+    return [i.name for i in encoders.describe_encoders() if i.weights_available]
+
+
+def _targets(meta: list[dict[str, Any]]) -> tuple[np.ndarray | None, str | None]:
+    """(N, T) probe targets: actions when every frame has one of one length, else proprio."""
+    for key in ("action", "proprio"):
+        vals = [m.get(key) for m in meta]
+        if vals and all(v is not None for v in vals) and len({len(v) for v in vals}) == 1 and len(vals[0]) > 0:
+            return np.asarray(vals, dtype=np.float64), key
+    return None, None
+
+
+def _try(insufficient: dict[str, str], metric: str, fn: Callable[[], Any]) -> Any:
+    """Run one metric; too little data becomes a recorded reason, not a crash or a NaN."""
+    try:
+        return fn()
+    except InsufficientData as e:
+        insufficient[metric] = str(e)
+        return None
+
+
+def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, random_state: int = 0) -> dict[str, Any]:
+    """The `encoders[]` entry of results.json for one (already embedded) encoder."""
+    from . import compare, probes
+
+    meta_s, emb_s = catalog.load_embeddings(sim, encoder.fingerprint)
+    meta_r, emb_r = catalog.load_embeddings(real, encoder.fingerprint)
+    entry: dict[str, Any] = {
+        "name": encoder.name, "family": encoder.family, "dim": encoder.dim,
+        "fingerprint": encoder.fingerprint, "preprocessing": encoder.preprocessing.to_dict(),
+        "n_sim": len(meta_s), "n_real": len(meta_r),
+        "centroid_distance": None, "centroid_distance_norm": None, "centroid_distance_norm_ci": None,
+        "noise_floor": None, "noise_floor_method": None, "paired_cosine": None, "domain_auc": None,
+        "mmd": None, "probe": None, "rank": None,
+    }
+    insufficient: dict[str, str] = {}
+    entry["insufficient"] = insufficient
+    if not meta_s or not meta_r:
+        insufficient["all metrics"] = f"no embeddings for {'sim' if not meta_s else 'real'} set (every frame skipped for this encoder)"
+        return entry
+    ep_s = [m["episode"] for m in meta_s]
+    ep_r = [m["episode"] for m in meta_r]
+    cd = _try(insufficient, "centroid distance", lambda: compare.centroid_distance_ci(
+        emb_s, emb_r, episodes_sim=ep_s, episodes_real=ep_r, random_state=random_state))
+    if cd is not None:
+        entry["centroid_distance"] = cd.value
+        entry["centroid_distance_norm"] = cd.value_norm
+        entry["centroid_distance_k"] = cd.n_components
+        entry["centroid_distance_norm_ci"] = cd.ci.to_dict() if cd.ci is not None else None
+    nf = _try(insufficient, "noise floor", lambda: compare.noise_floor(emb_r, episodes=ep_r, random_state=random_state))
+    if nf is not None:
+        entry["noise_floor"] = nf.value_norm
+        entry["noise_floor_method"] = nf.method
+    real_index = {m["pair_key"]: i for i, m in enumerate(meta_r)}
+    pairs = np.asarray([(i, real_index[m["pair_key"]]) for i, m in enumerate(meta_s) if m["pair_key"] in real_index],
+                       dtype=np.int64).reshape(-1, 2)
+    if len(pairs):
+        pc = _try(insufficient, "paired cosine", lambda: compare.paired_cosine(emb_s, emb_r, pairs, random_state=random_state))
+        if pc is not None:
+            entry["paired_cosine"] = pc.to_dict()
+            if encoder.family == "clip":
+                entry["paired_cosine"]["clip_band"] = clip_band(pc.mean)
+    else:
+        insufficient["paired cosine"] = "no sim and real frames share a pair key"
+    auc = _try(insufficient, "domain AUC", lambda: compare.domain_auc(
+        emb_s, emb_r, episodes_sim=ep_s, episodes_real=ep_r, random_state=random_state))
+    entry["domain_auc"] = auc.value if auc is not None else None
+    mm = _try(insufficient, "MMD", lambda: compare.mmd(emb_s, emb_r, episodes_sim=ep_s, episodes_real=ep_r,
+                                                        random_state=random_state))
+    entry["mmd"] = {"value": mm.value, "p_value": mm.p_value, "bandwidth": mm.bandwidth,
+                    "n_permutations": mm.n_permutations} if mm is not None else None
+    y_s, key_s = _targets(meta_s)
+    y_r, key_r = _targets(meta_r)
+    if y_s is not None and y_r is not None and key_s == key_r and y_s.shape[1] == y_r.shape[1]:
+        pr = _try(insufficient, "probe", lambda: probes.probe(emb_s, y_s, emb_r, y_r, episodes_sim=ep_s,
+                                                               episodes_real=ep_r, random_state=random_state))
+        if pr is not None:
+            entry["probe"] = {"target": key_s, "sim_to_sim": pr.sim_to_sim.r2, "real_to_real": pr.real_to_real.r2,
+                              "sim_to_real": pr.sim_to_real.r2, "n_targets": pr.n_targets,
+                              "per_dim": {"sim_to_sim": list(pr.sim_to_sim.r2_per_dim),
+                                          "real_to_real": list(pr.real_to_real.r2_per_dim),
+                                          "sim_to_real": list(pr.sim_to_real.r2_per_dim)}}
+    else:
+        insufficient["probe"] = "no actions or proprio of one length on every frame of both sets"
+    return entry
+
+
+def _rank(entries: list[dict[str, Any]]) -> None:
+    scores = []
+    for e in entries:
+        cd = e.get("centroid_distance_norm")
+        if cd is None:
+            continue
+        gap = cd - e["noise_floor"] if e.get("noise_floor") is not None else cd
+        scores.append(EncoderScore(name=e["name"], gap=gap, probe=(e.get("probe") or {}).get("sim_to_real")))
+    ranked = {r.name: r for r in rank_encoders(scores)}
+    for e in entries:
+        r = ranked.get(e["name"])
+        e["rank"] = r.rank if r else None
+        e["pareto_front"] = r.on_front if r else None
+        e["gap_above_floor"] = next((s.gap for s in scores if s.name == e["name"]), None)
+
+
+def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every figure as a (scope, name, value, ci) row for the catalog's `results` table."""
+    rows = []
+    for e in res["encoders"]:
+        ci = e.get("centroid_distance_norm_ci") or {}
+        scope = f"encoder:{e['name']}"
+        rows.append({"scope": scope, "name": "centroid_distance_norm", "value": e.get("centroid_distance_norm"),
+                     "ci_low": ci.get("low"), "ci_high": ci.get("high")})
+        for name, value in (("centroid_distance", e.get("centroid_distance")), ("noise_floor", e.get("noise_floor")),
+                            ("domain_auc", e.get("domain_auc")),
+                            ("paired_cosine_mean", (e.get("paired_cosine") or {}).get("mean")),
+                            ("mmd", (e.get("mmd") or {}).get("value")),
+                            ("mmd_p_value", (e.get("mmd") or {}).get("p_value")),
+                            ("probe_sim_to_real", (e.get("probe") or {}).get("sim_to_real")),
+                            ("rank", e.get("rank"))):
+            if value is not None:
+                rows.append({"scope": scope, "name": name, "value": float(value)})
+    for f in res["findings"]:
+        rows.append({"scope": "finding", "name": f["code"], "value": f.get("score"), "detail": f})
+    return rows
+
+
+def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] | None = None,
+            device: str = "auto", batch_size: int = 32, workers: int | None = None,
+            random_state: int = 0, progress: Progress | None = None) -> dict[str, Any]:
+    """Statistics, embeddings, comparison, probes, ranking and findings: results.json."""
+    names = encoder_names or default_encoders()
+    if not names:
+        raise InputError("No encoder has its weights available here; see `perception-gap encoders`.")
+    res = stats_job(catalog, sim, real, workers=workers, progress=progress)
+    embed_sets(catalog, names, [sim, real], device=device, batch_size=batch_size, workers=2, progress=progress)
+    entries = []
+    for name in names:
+        enc = load_encoder(name, device=device)
+        entry = analyze_encoder(catalog, sim, real, enc, random_state=random_state)
+        entry["skipped"] = catalog.embedding_skip_reasons(sim, enc.fingerprint) + catalog.embedding_skip_reasons(real, enc.fingerprint)
+        entries.append(entry)
+    _rank(entries)
+    entries.sort(key=lambda e: (e["rank"] is None, e["rank"] or 0, e["name"]))
+    stats_findings = [Finding(**{k: f[k] for k in ("code", "severity", "title", "evidence", "action", "score")})
+                      for f in res["findings"]]
+    findings = order_findings(stats_findings + perception_findings(entries, stats_findings) + insufficient_findings(entries))
+    res.update(
+        version=__version__,
+        config={"sim": sim, "real": real, "encoders": names, "device": device, "batch_size": batch_size,
+                "random_state": random_state},
+        encoders=entries,
+        findings=[f.to_dict() for f in findings],
+    )
+    res["run_id"] = catalog.record_run("run", res["config"], __version__, _result_rows(res))
+    return res

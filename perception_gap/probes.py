@@ -1,0 +1,297 @@
+"""Linear probes: does a frozen embedding keep what the policy needs?
+
+An encoder can close the sim-real gap by throwing everything away. A probe fits a ridge
+regression from frozen embeddings to what the policy must read off the frame (demonstrated
+actions, or proprioception/pose where there are no actions) and reports R^2 three ways:
+
+- `sim_to_sim`: grouped K-fold on the sim set (folds by episode, so a test episode is never
+  seen in training), R^2 of the pooled out-of-fold predictions;
+- `real_to_real`: the same on the real set;
+- `sim_to_real`: trained on all sim frames, tested on all real frames (transfer).
+
+Model: StandardScaler -> PCA (at most `PROBE_N_COMPONENTS` = 128 components, for speed and
+stability on 512-1280-D embeddings) -> Ridge, its alpha chosen from `ALPHAS` by grouped 3-fold
+cross-validation inside the training frames, with RidgeCV's criterion (mean R^2 over folds)
+computed in closed form from one SVD per fold (`choose_alpha`; RidgeCV's own grid search
+refits every alpha and fold, ~10x slower, and its leave-one-out default would pick too small
+an alpha, since neighbouring frames are near-duplicates). Everything is fitted on training
+frames only. Training uses at most `PROBE_MAX_TRAIN` (20,000) frames (a seeded subset);
+prediction covers every test frame, in chunks.
+
+R^2 per target dimension is sklearn's `r2_score`; the overall R^2 is their plain mean
+(sklearn's "uniform_average") over the non-constant target dimensions: targets come in mixed
+units (radians, metres, a gripper in [0, 1]), and "variance_weighted" would let whichever
+dimension has the largest numbers dominate. A target dimension that is constant on a test set
+has no R^2: it is reported as None and left out of the overall figure (None if every
+dimension is constant). Episodes follow `perception_gap.compare` (ids, None = unknown,
+contiguous blocks where unknown).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+from sklearn.decomposition import PCA
+from sklearn.linear_model import Ridge, RidgeCV
+from sklearn.metrics import r2_score
+from sklearn.model_selection import GroupKFold
+from sklearn.preprocessing import StandardScaler
+
+from perception_gap.compare import (MAX_N_COMPONENTS, _check_embeddings, _check_int, _cluster_keys, _factorize,
+                                    _gather, _json_safe, _pca_solver, _Result, _rng, _Rows, _seed,
+                                    _standardize_inplace, _subsample)
+from perception_gap.errors import InputError, InsufficientData
+
+log = logging.getLogger(__name__)
+
+ALPHAS = tuple(float(a) for a in np.logspace(-3, 4, 8))  # 1e-3 .. 1e4: standardized inputs
+PROBE_N_COMPONENTS = 128
+PROBE_MAX_TRAIN = 20_000
+PROBE_SPLITS = 5
+INNER_SPLITS = 3
+MIN_PROBE_FRAMES = 8
+# A target dimension whose test variance is below this fraction of its squared scale is constant.
+_CONST_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class ProbeScore(_Result):
+    """R^2 of one train/test arrangement.
+
+    Attributes:
+        r2: mean R^2 over the non-constant target dimensions; None if all are constant.
+        r2_per_dim: R^2 per target dimension (None for a constant one).
+        n_train: training frames per fit (<= PROBE_MAX_TRAIN).
+        n_test: frames scored.
+        n_splits: folds (1 for train-on-sim, test-on-real).
+        alphas: ridge alpha chosen in each fit.
+    """
+
+    r2: float | None
+    r2_per_dim: tuple[float | None, ...]
+    n_train: int
+    n_test: int
+    n_splits: int
+    alphas: tuple[float, ...]
+
+    name: ClassVar[str] = "probe_r2"
+    unit: ClassVar[str] = "R^2 (1 = perfect, 0 = predicting the mean, can be negative)"
+    higher_is_gap: ClassVar[bool] = False
+
+
+@dataclass(frozen=True)
+class ProbeResult(_Result):
+    """Linear-probe R^2 within sim, within real, and from sim to real.
+
+    Attributes:
+        sim_to_sim, real_to_real, sim_to_real: the three scores.
+        n_targets: target dimensions.
+        n_components: PCA components of the sim->real probe (min(n_components, D, rows - 1)).
+    """
+
+    sim_to_sim: ProbeScore
+    real_to_real: ProbeScore
+    sim_to_real: ProbeScore
+    n_targets: int
+    n_components: int
+
+    name: ClassVar[str] = "probe"
+    unit: ClassVar[str] = "R^2"
+    higher_is_gap: ClassVar[bool] = False  # higher R^2 = more of what the policy needs is kept
+
+    @property
+    def transfer_drop(self) -> float | None:
+        """sim_to_sim R^2 minus sim_to_real R^2: what crossing the gap costs the policy."""
+        if self.sim_to_sim.r2 is None or self.sim_to_real.r2 is None:
+            return None
+        return self.sim_to_sim.r2 - self.sim_to_real.r2
+
+    def to_dict(self) -> dict[str, Any]:
+        """Contract shape: `sim_to_sim`, `real_to_real`, `sim_to_real` as plain R^2, details under `detail`."""
+        return {
+            "sim_to_sim": _json_safe(self.sim_to_sim.r2),
+            "real_to_real": _json_safe(self.real_to_real.r2),
+            "sim_to_real": _json_safe(self.sim_to_real.r2),
+            "transfer_drop": _json_safe(self.transfer_drop),
+            "n_targets": self.n_targets,
+            "n_components": self.n_components,
+            "detail": {k: getattr(self, k).to_dict() for k in ("sim_to_sim", "real_to_real", "sim_to_real")},
+        }
+
+
+def _check_targets(y: Any, n: int, name: str) -> np.ndarray:
+    a = np.asarray(y)
+    if a.ndim == 1:
+        a = a[:, None]
+    if a.ndim != 2 or len(a) != n or a.shape[1] < 1:
+        raise InputError(f"Expected `{name}` of shape ({n},) or ({n}, T), got shape {np.shape(y)}.")
+    if a.dtype.kind not in "fiub":
+        raise InputError(f"Expected `{name}` of a real numeric dtype, got {a.dtype}.")
+    a = a.astype(np.float64)
+    if not np.isfinite(a).all():
+        raise InputError(f"Expected finite values in `{name}`, found NaN or inf "
+                         f"in {int((~np.isfinite(a)).any(axis=1).sum())} rows.")
+    return a
+
+
+def _score(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float | None, tuple[float | None, ...]]:
+    per: list[float | None] = []
+    for j in range(y_true.shape[1]):
+        t = y_true[:, j]
+        scale = max(1.0, float(np.mean(t)) ** 2)
+        if float(np.var(t)) <= _CONST_TOL * scale:
+            per.append(None)
+        else:
+            per.append(float(r2_score(t, y_pred[:, j])))
+    known = [v for v in per if v is not None]
+    return (float(np.mean(known)) if known else None), tuple(per)
+
+
+class _Probe(NamedTuple):
+    scaler: StandardScaler
+    pca: PCA
+    ridge: Ridge
+
+    def predict(self, rows: _Rows, n_targets: int) -> np.ndarray:
+        """(len(rows), n_targets) predictions, chunk by chunk."""
+        out = np.empty((len(rows), n_targets))
+        s = 0
+        for chunk in rows.chunks():  # private float64 copies: safe to standardize in place
+            chunk -= self.scaler.mean_
+            chunk /= self.scaler.scale_
+            out[s:s + len(chunk)] = self.ridge.predict(self.pca.transform(chunk)).reshape(len(chunk), n_targets)
+            s += len(chunk)
+        return out
+
+
+def choose_alpha(feats: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: Sequence[float], *,
+                 random_state: int | np.random.Generator | None = 0) -> float:
+    """The ridge alpha with the best mean R^2 over grouped inner folds.
+
+    The criterion is that of `RidgeCV(alphas, cv=<the same grouped folds>)` (mean over folds
+    of the uniform-average R^2; the first alpha on ties), evaluated in closed form: one SVD of
+    each training fold serves every alpha (w = V diag(s / (s^2 + alpha)) U' y on centred
+    data). With fewer than 2 groups it falls back to RidgeCV's leave-one-out choice.
+
+    Args:
+        feats: (N, k) features.
+        y: (N, T) targets.
+        groups: (N,) group per frame; folds never split a group.
+        alphas: candidate penalties.
+        random_state: seed of the group shuffle.
+
+    Returns:
+        The chosen alpha.
+    """
+    n_groups = len(np.unique(groups))
+    if n_groups < 2:
+        return float(RidgeCV(alphas=tuple(alphas)).fit(feats, y).alpha_)
+    folds = GroupKFold(n_splits=min(INNER_SPLITS, n_groups), shuffle=True, random_state=_seed(_rng(random_state)))
+    al = np.asarray(alphas, dtype=np.float64)
+    scores = np.zeros(len(al))
+    for train, val in folds.split(feats, y, groups):
+        x_mean, y_mean = feats[train].mean(axis=0), y[train].mean(axis=0)
+        u, sv, vt = np.linalg.svd(feats[train] - x_mean, full_matrices=False)
+        uty = u.T @ (y[train] - y_mean)
+        x_val = (feats[val] - x_mean) @ vt.T
+        y_val = y[val]
+        sst = ((y_val - y_val.mean(axis=0)) ** 2).sum(axis=0)
+        for i, a in enumerate(al):
+            sse = ((y_val - (x_val @ ((sv / (sv * sv + a))[:, None] * uty) + y_mean)) ** 2).sum(axis=0)
+            # r2_score's conventions for a constant validation target: 1 if exact, else 0.
+            r2 = np.where(sst > 0, 1.0 - sse / np.where(sst > 0, sst, 1.0), np.where(sse == 0, 1.0, 0.0))
+            scores[i] += r2.mean()
+    return float(al[int(np.argmax(scores))])
+
+
+def _fit(rows: _Rows, y: np.ndarray, groups: np.ndarray, n_components: int, rng: np.random.Generator,
+         alphas: tuple[float, ...]) -> tuple[_Probe, int]:
+    """Scaler -> PCA -> ridge (grouped choice of alpha) on at most PROBE_MAX_TRAIN of the rows."""
+    pick = _subsample(len(rows), PROBE_MAX_TRAIN, rng)
+    x = _gather([rows.subset(pick)])
+    y, groups = y[pick], groups[pick]
+    scaler = _standardize_inplace(x)
+    k = min(n_components, x.shape[1], len(x) - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pca = PCA(n_components=k, copy=False, svd_solver=_pca_solver(*x.shape), random_state=_seed(rng))
+        feats = pca.fit_transform(x)
+    del x
+    alpha = choose_alpha(feats, y, groups, alphas, random_state=rng)
+    return _Probe(scaler, pca, Ridge(alpha=alpha).fit(feats, y)), len(pick)
+
+
+def _within(emb: np.ndarray, y: np.ndarray, groups: np.ndarray, n_components: int, rng: np.random.Generator,
+            alphas: tuple[float, ...], side: str) -> ProbeScore:
+    n_groups = len(np.unique(groups))
+    if n_groups < 2:
+        raise InsufficientData("Expected at least 2 episodes (or blocks) in the "
+                               f"{side} set for a held-out probe, got {n_groups}.")
+    folds = GroupKFold(n_splits=min(PROBE_SPLITS, n_groups), shuffle=True, random_state=_seed(rng))
+    pred = np.empty_like(y)
+    chosen, n_train = [], 0
+    for train, test in folds.split(np.zeros(len(y)), y, groups):
+        model, n_fit = _fit(_Rows(emb, train), y[train], groups[train], n_components, rng, alphas)
+        pred[test] = model.predict(_Rows(emb, test), y.shape[1])
+        chosen.append(float(model.ridge.alpha))
+        n_train = max(n_train, n_fit)
+    r2, per = _score(y, pred)
+    return ProbeScore(r2=r2, r2_per_dim=per, n_train=n_train, n_test=len(y), n_splits=folds.get_n_splits(),
+                      alphas=tuple(chosen))
+
+
+def probe(emb_sim: np.ndarray, y_sim: np.ndarray, emb_real: np.ndarray, y_real: np.ndarray, *,
+          episodes_sim: Sequence[Hashable] | None = None, episodes_real: Sequence[Hashable] | None = None,
+          n_components: int = PROBE_N_COMPONENTS, alphas: Sequence[float] = ALPHAS,
+          random_state: int | np.random.Generator | None = 0) -> ProbeResult:
+    """Ridge probes from frozen embeddings to targets: sim->sim, real->real, sim->real.
+
+    Args:
+        emb_sim: (N_sim, D) sim embeddings, N_sim >= 8.
+        y_sim: (N_sim,) or (N_sim, T) targets (actions, or proprio/pose), own units.
+        emb_real: (N_real, D) real embeddings, N_real >= 8.
+        y_real: (N_real,) or (N_real, T) targets, the same T and units as `y_sim`.
+        episodes_sim, episodes_real: optional length-N episode ids per side.
+        n_components: PCA components before the ridge, in [1, MAX_N_COMPONENTS]; default 128.
+        alphas: ridge penalties to choose from (positive); default 1e-3 .. 1e4.
+        random_state: seed.
+
+    Returns:
+        ProbeResult.
+    """
+    sim = _check_embeddings(emb_sim, "emb_sim")
+    real = _check_embeddings(emb_real, "emb_real")
+    if sim.shape[1] != real.shape[1]:
+        raise InputError("Expected `emb_sim` and `emb_real` of the same "
+                         f"width D, got {sim.shape[1]} and {real.shape[1]}.")
+    ys = _check_targets(y_sim, len(sim), "y_sim")
+    yr = _check_targets(y_real, len(real), "y_real")
+    if ys.shape[1] != yr.shape[1]:
+        raise InputError("Expected `y_sim` and `y_real` with the same number of "
+                         f"target dimensions, got {ys.shape[1]} and {yr.shape[1]}.")
+    if len(sim) < MIN_PROBE_FRAMES or len(real) < MIN_PROBE_FRAMES:
+        raise InsufficientData(f"Expected at least {MIN_PROBE_FRAMES} frames per side "
+                               f"for the probes, got {len(sim)} sim and {len(real)} real.")
+    n_components = _check_int("n_components", n_components, 1, MAX_N_COMPONENTS)
+    try:
+        al = tuple(float(a) for a in np.atleast_1d(np.asarray(alphas, dtype=np.float64)))
+    except (TypeError, ValueError):
+        al = ()
+    if not al or not all(np.isfinite(a) and a > 0 for a in al):
+        raise InputError(f"Expected `alphas` a non-empty sequence of positive numbers, got {alphas!r}.")
+    rng = _rng(random_state)
+    g_sim = _factorize(_cluster_keys(episodes_sim, len(sim), "sim", "episodes_sim")[0])
+    g_real = _factorize(_cluster_keys(episodes_real, len(real), "real", "episodes_real")[0])
+
+    s2s = _within(sim, ys, g_sim, n_components, rng, al, "sim")
+    r2r = _within(real, yr, g_real, n_components, rng, al, "real")
+    model, n_fit = _fit(_Rows(sim), ys, g_sim, n_components, rng, al)
+    r2, per = _score(yr, model.predict(_Rows(real), yr.shape[1]))
+    s2r = ProbeScore(r2=r2, r2_per_dim=per, n_train=n_fit, n_test=len(real), n_splits=1,
+                     alphas=(float(model.ridge.alpha),))
+    k = int(model.pca.n_components_)
+    log.debug("probe: sim->sim %s, real->real %s, sim->real %s", s2s.r2, r2r.r2, s2r.r2)
+    return ProbeResult(sim_to_sim=s2s, real_to_real=r2r, sim_to_real=s2r, n_targets=ys.shape[1], n_components=k)
