@@ -9,6 +9,8 @@ are a linear map of z plus noise (what a policy would need).
 Prints the wall time and the process's peak RSS after each metric (resource.getrusage; the
 peak includes the 2 x 512 MB of inputs), then one line: PASS/FAIL against peak RSS < 2 GB.
 A report, not a test: exits 0 whatever the figures. Runs in about 1-2 minutes on 2 cores.
+On a shared 2-core machine, OpenBLAS's 2 threads slow small matrix products down several
+times whenever other processes hold a core; `--blas-threads 1` shows the figures without that.
 
     python bench/bench_compare.py
     python bench/bench_compare.py --n 20000 --shift 0.5
@@ -17,6 +19,7 @@ A report, not a test: exits 0 whatever the figures. Runs in about 1-2 minutes on
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -68,13 +71,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shift", type=float, default=1.0, help="real mean shift in latent standard deviations")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-probe", action="store_true", help="skip the probes")
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="limit BLAS threads (threadpoolctl); default: the library's own setting")
     args = ap.parse_args(argv)
+    if args.blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=args.blas_threads, user_api="blas")
+    from threadpoolctl import threadpool_info
+    blas = ", ".join(f"{i['internal_api']} x{i['num_threads']}" for i in threadpool_info() if i["user_api"] == "blas")
 
     t0 = time.perf_counter()
     sim, real, y_sim, y_real, episodes = make_sets(args.n, args.d, args.shift, args.seed)
     print(f"data: {args.n} x {args.d} float32 per side ({sim.nbytes / 1e6:.0f} MB each), "
           f"{episodes.max() + 1} episodes per side, shift {args.shift} sd; "
-          f"{time.perf_counter() - t0:.1f} s, peak RSS {peak_rss() / 1e6:.0f} MB")
+          f"{time.perf_counter() - t0:.1f} s, peak RSS {peak_rss() / 1e6:.0f} MB; BLAS: {blas}; "
+          f"load average {os.getloadavg()[0]:.2f}")
     pairs = np.c_[np.arange(args.n), np.arange(args.n)]
     eps = dict(episodes_sim=episodes, episodes_real=episodes)
 
@@ -103,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
     peak = peak_rss()
     verdict = "PASS" if peak < LIMIT_BYTES else "FAIL"
-    print(f"compare (N={args.n} x {args.d} per side): metrics {total:.1f} s, peak RSS {peak / 1e6:.0f} MB "
+    print(f"compare (N={args.n} x {args.d} per side, BLAS {blas}): metrics {total:.1f} s, peak RSS {peak / 1e6:.0f} MB "
           f"(target < {LIMIT_BYTES / 1e9:.0f} GB) {verdict}")
     return 0
 

@@ -41,6 +41,20 @@ def _targets(meta: list[dict[str, Any]]) -> tuple[np.ndarray | None, str | None]
     return None, None
 
 
+def _groups(meta: list[dict[str, Any]], other: list[dict[str, Any]]) -> list[Any]:
+    """Cluster id per frame for folds, permutations and bootstraps.
+
+    The episode where known. Otherwise the pair key when the frame has a partner in the other
+    set: a scene's sim and real frames then share a group and never straddle a train/test
+    split (a classifier that saw one twin in training would call the other by its label, and
+    the AUC would read scene memory, not the domain gap). Unpaired frames of unknown episode get
+    None: contiguous blocks stand in for them.
+    """
+    keys = {m["pair_key"] for m in other}
+    return [m["episode"] if m["episode"] is not None else (("pair", m["pair_key"]) if m["pair_key"] in keys else None)
+            for m in meta]
+
+
 def _try(insufficient: dict[str, str], metric: str, fn: Callable[[], Any]) -> Any:
     """Run one metric; too little data becomes a recorded reason, not a crash or a NaN."""
     try:
@@ -69,10 +83,10 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
     if not meta_s or not meta_r:
         insufficient["all metrics"] = f"no embeddings for {'sim' if not meta_s else 'real'} set (every frame skipped for this encoder)"
         return entry
-    ep_s = [m["episode"] for m in meta_s]
     ep_r = [m["episode"] for m in meta_r]
+    grp_s, grp_r = _groups(meta_s, meta_r), _groups(meta_r, meta_s)
     cd = _try(insufficient, "centroid distance", lambda: compare.centroid_distance_ci(
-        emb_s, emb_r, episodes_sim=ep_s, episodes_real=ep_r, random_state=random_state))
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state))
     if cd is not None:
         entry["centroid_distance"] = cd.value
         entry["centroid_distance_norm"] = cd.value_norm
@@ -94,17 +108,17 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
     else:
         insufficient["paired cosine"] = "no sim and real frames share a pair key"
     auc = _try(insufficient, "domain AUC", lambda: compare.domain_auc(
-        emb_s, emb_r, episodes_sim=ep_s, episodes_real=ep_r, random_state=random_state))
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state))
     entry["domain_auc"] = auc.value if auc is not None else None
-    mm = _try(insufficient, "MMD", lambda: compare.mmd(emb_s, emb_r, episodes_sim=ep_s, episodes_real=ep_r,
+    mm = _try(insufficient, "MMD", lambda: compare.mmd(emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r,
                                                         random_state=random_state))
     entry["mmd"] = {"value": mm.value, "p_value": mm.p_value, "bandwidth": mm.bandwidth,
                     "n_permutations": mm.n_permutations} if mm is not None else None
     y_s, key_s = _targets(meta_s)
     y_r, key_r = _targets(meta_r)
     if y_s is not None and y_r is not None and key_s == key_r and y_s.shape[1] == y_r.shape[1]:
-        pr = _try(insufficient, "probe", lambda: probes.probe(emb_s, y_s, emb_r, y_r, episodes_sim=ep_s,
-                                                               episodes_real=ep_r, random_state=random_state))
+        pr = _try(insufficient, "probe", lambda: probes.probe(emb_s, y_s, emb_r, y_r, episodes_sim=grp_s,
+                                                               episodes_real=grp_r, random_state=random_state))
         if pr is not None:
             entry["probe"] = {"target": key_s, "sim_to_sim": pr.sim_to_sim.r2, "real_to_real": pr.real_to_real.r2,
                               "sim_to_real": pr.sim_to_real.r2, "n_targets": pr.n_targets,

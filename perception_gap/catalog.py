@@ -424,7 +424,8 @@ class Catalog:
         """Usable frames of a set that have an embedding: (frame rows, (N, D) float32 array)."""
         import numpy as np
 
-        tbl = self.con.sql(
+        # a fresh cursor: `sql` refuses to run while an earlier `execute` result is unconsumed
+        tbl = self.con.cursor().sql(
             "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.vector FROM frames f "
             "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
             "WHERE f.set_name = $set AND f.status = 'ok' ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",

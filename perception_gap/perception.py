@@ -53,9 +53,10 @@ def perception_findings(encoders: list[dict[str, Any]], stats_findings: list[Fin
             action="Fix the plumbing bugs first, re-index, and rerun; the encoder comparison will change.",
             score=0.0))
     # 1. one encoder clearly closer (CI apart from every other) while keeping its probe
-    if len(usable) >= 2:
-        best_probe = max((e["probe"]["sim_to_real"] for e in usable if (e.get("probe") or {}).get("sim_to_real") is not None), default=None)
-        by_gap = sorted(usable, key=lambda e: e["centroid_distance_norm"])
+    candidates = [e for e in usable if e.get("family") != "pixel"]  # the pixel baseline is a reference
+    if len(candidates) >= 2:
+        best_probe = max((e["probe"]["sim_to_real"] for e in candidates if (e.get("probe") or {}).get("sim_to_real") is not None), default=None)
+        by_gap = sorted(candidates, key=lambda e: e["centroid_distance_norm"])
         top = by_gap[0]
         top_ci = top.get("centroid_distance_norm_ci") or {}
         others_low = [(o.get("centroid_distance_norm_ci") or {}).get("low") for o in by_gap[1:]]
@@ -64,16 +65,19 @@ def perception_findings(encoders: list[dict[str, Any]], stats_findings: list[Fin
         keeps = best_probe is None or (tp is not None and tp >= best_probe - PROBE_SLACK)
         if apart and keeps:
             runner = by_gap[1]
+            verified = tp is not None
             out.append(Finding(
-                code="encoder_choice", severity="gap",
+                code="encoder_choice", severity="gap" if verified else "info",
                 title=(f"{top['name']} keeps sim and real closest: normalized centroid distance "
                        f"{top['centroid_distance_norm']:.3f} (95% CI {top_ci['low']:.3f}-{top_ci['high']:.3f}) vs "
                        f"{runner['centroid_distance_norm']:.3f} for {runner['name']}, CIs apart"),
                 evidence={"encoder": top["name"], "distance": top["centroid_distance_norm"], "ci": top_ci,
                           "runner_up": runner["name"], "runner_up_distance": runner["centroid_distance_norm"],
                           "probe_sim_to_real": tp, "best_probe_sim_to_real": best_probe},
-                action=f"Swap to encoder {top['name']}: it hides more of the gap"
-                       + (" while keeping what the probe predicts." if tp is not None else " (no probe targets: check it keeps task-relevant information)."),
+                action=(f"Swap to encoder {top['name']}: it hides more of the gap while keeping what the probe predicts."
+                        if verified else
+                        f"Consider encoder {top['name']}, but index actions or proprioception first: without a probe "
+                        "nothing shows it keeps what the policy needs (an encoder can look close by discarding everything)."),
                 score=float(runner["centroid_distance_norm"] - top["centroid_distance_norm"])))
     # 2. every encoder keeps sim and real apart: the gap lives in the images
     fars = [_far(e) for e in usable]

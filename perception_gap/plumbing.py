@@ -100,6 +100,13 @@ WB_LOG2 = 0.1
 RESIZE_HF = {"pairs": 0.2, "distribution": 0.3}
 RESIZE_GRAD = {"pairs": 0.12, "distribution": 0.2}
 RESIZE_NOISE_EQ = {"pairs": 4.0, "distribution": 6.0}
+# Absolute hf_ratio levels (E[lap^2] / E[grad^2]) measured on 24 shared photos at 640x480 and
+# after resizing to 224x168: natural frames 2.0 (10-90%: 1.25-2.85), antialiased downscale 1.85,
+# nearest / non-antialiased bilinear downscale 3.1-3.4, Gaussian blur sigma 0.7 / 1.2 / 2: 1.2 /
+# 0.5 / 0.25 (noise after the blur: 1.3 / 0.6 / 0.4). Aliasing needs the soft side unblurred and
+# the sharp side above natural levels; otherwise the difference is optical (`sharpness`, a gap).
+ALIAS_SOFT_MIN = 1.4
+ALIAS_SHARP_MIN = 2.4
 # Nearest-neighbour upscaling (2x) makes every other horizontal pixel pair identical: dup_parity
 # 0.5-0.8 measured, vs < 0.1 for natural or noisy frames and up to 0.4 for bilinear 2x upscales
 # of flat synthetic content. Needs the high-parity side to be the sharper one as well.
@@ -107,6 +114,11 @@ NEAREST_PARITY = 0.45
 NEAREST_PARITY_GAP = 0.15
 # Share of pairs whose HF differences must point the same way as the median.
 RESIZE_AGREE = 0.75
+
+# Sharpness (optical blur): Laplacian energy differing by this many stops (log2). Sensor noise
+# of sigma 2-3 levels on smooth frames raises it by up to ~0.6; a 1-pixel Gaussian blur lowers
+# it by 2.3-4.3 stops on the shared photos.
+SHARPNESS_STOPS = {"pairs": 1.0, "distribution": 1.5}
 
 # Resolution: aspect ratios closer than this (relative) count as the same aspect.
 ASPECT_TOL = 0.01
@@ -947,6 +959,12 @@ def _check_resize_filter(ctx: _Context) -> Finding | None:
     aliasing = (same_size and abs(d_hf) >= RESIZE_HF[basis] and abs(d_gr) >= RESIZE_GRAD[basis]
                 and d_hf * d_gr < 0 and abs(noise_eq) >= RESIZE_NOISE_EQ[basis]
                 and math.copysign(1, noise_eq) == math.copysign(1, d_hf) and agree >= RESIZE_AGREE)
+    # Optical blur on one side mimics the relative signature (the sharp side looks "aliased"
+    # next to it). Absolute levels tell them apart: a blurred side's hf_ratio falls below
+    # ALIAS_SOFT_MIN, while aliasing lifts the sharp side's above ALIAS_SHARP_MIN.
+    hf_sharp = float(np.exp(np.median((hs if sharper == "sim" else hr).log_hf)))
+    hf_soft = float(np.exp(np.median((hr if sharper == "sim" else hs).log_hf)))
+    aliasing = aliasing and hf_soft >= ALIAS_SOFT_MIN and hf_sharp >= ALIAS_SHARP_MIN
     hi_par = "sim" if par_s >= par_r else "real"
     top_par, lo_par = max(par_s, par_r), min(par_s, par_r)
     nearest_up = (top_par >= NEAREST_PARITY and top_par - lo_par >= NEAREST_PARITY_GAP
@@ -983,6 +1001,55 @@ def _check_resize_filter(ctx: _Context) -> Finding | None:
               f"{other} like {family[other]}. If the sim renders at the target size, enable the "
               "renderer's anti-aliasing.")
     return Finding("resize_filter", "bug", title, ev, action, _num(score))
+
+
+def _check_sharpness(ctx: _Context) -> Finding | None:
+    """Optical sharpness gap (focus, motion or lens blur): a gap, not a bug.
+
+    Fires when the Laplacian energy differs by SHARPNESS_STOPS (log2) in the same direction for
+    RESIZE_AGREE of the pairs and no resize-filter signature explains it. Mild noise raises the
+    Laplacian energy of smooth frames by up to ~1.5x (0.6 in log2); a Gaussian blur of sigma 1
+    pixel lowers it 5-20x.
+    """
+    if ctx.fired & {"resize_filter", "resolution", "value_range", "normalization"}:
+        return None
+
+    def keep(f: FrameRecord, partner: FrameRecord | None) -> bool:
+        return bool(f.image.sharpness and f.image.sharpness > 0 and f.image.hf_ratio)
+
+    basis, fs, fr = ctx.image_sides(keep)
+    if len(fs) < 2 or len(fr) < 2:
+        return None
+    # on one scale: gradient energy x hf_ratio = sharpness, with the encoding's scale applied
+    hs, hr = _hf_features(fs, ctx.enc.sim), _hf_features(fr, ctx.enc.real)
+    ls = np.log2(hs.grad_energy * np.exp(hs.log_hf))
+    lr = np.log2(hr.grad_energy * np.exp(hr.log_hf))
+    if basis == "pairs":
+        d_all = ls - lr
+        d = float(np.median(d_all))
+        agree = float(np.mean(np.sign(d_all) == np.sign(d)))
+        clear = agree >= RESIZE_AGREE
+    else:
+        d = float(np.median(ls) - np.median(lr))
+        agree = None
+        clear = _dist_z(ls, lr) >= DIST_Z
+    if abs(d) < SHARPNESS_STOPS[basis] or not clear:
+        return None
+    sharper, softer = ("sim", "real") if d > 0 else ("real", "sim")
+    ev = _basis_evidence(basis, len(fs) if basis == "pairs" else 0, ctx)
+    ev.update({"log2_sharpness_sim_minus_real": _num(d), "sharpness_ratio": _num(2 ** abs(d), 3),
+               "pair_agreement": _num(agree) if agree is not None else None,
+               "sim_sharpness": _num(float(2 ** np.median(ls)), 6), "real_sharpness": _num(float(2 ** np.median(lr)), 6),
+               "sharper_side": sharper})
+    title = (f"{sharper.capitalize()} frames are {2 ** abs(d):.1f}x sharper than {softer} frames "
+             f"(Laplacian energy): focus, motion or lens blur differs.")
+    if sharper == "sim":
+        action = ("Add camera blur to the sim (defocus / motion blur, randomized up to the measured softness) "
+                  "or check the real camera's focus and exposure time.")
+    else:
+        action = ("The sim is softer than the camera: render at a higher resolution or with less "
+                  "smoothing (check texture filtering and anti-aliasing settings).")
+    return Finding("sharpness", "gap", title, ev, action, _num(abs(d) / SHARPNESS_STOPS[basis]))
 
 
 def _color_inputs(ctx: _Context) -> tuple[str, int, np.ndarray, np.ndarray] | None:
@@ -1171,6 +1238,7 @@ CHECKS: tuple[tuple[str, Callable[[_Context], Finding | None]], ...] = (
     ("depth_scale", _check_depth_scale),
     ("depth_dropout", _check_depth_dropout),
     ("resize_filter", _check_resize_filter),
+    ("sharpness", _check_sharpness),
     ("brightness", _check_brightness),
     ("white_balance", _check_white_balance),
     ("joint_units", _check_joint_units),
@@ -1184,8 +1252,8 @@ def _infer(ctx: _Context) -> None:
         ctx.enc = infer_encodings(ms, mr, basis)
 
 
-_IMAGE_CHECKS = {"value_range", "normalization", "channel_swap", "resize_filter", "brightness",
-                 "white_balance"}
+_IMAGE_CHECKS = {"value_range", "normalization", "channel_swap", "resize_filter", "sharpness",
+                 "brightness", "white_balance"}
 
 
 def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:

@@ -10,13 +10,18 @@ actions, or proprioception/pose where there are no actions) and reports R^2 thre
 - `sim_to_real`: trained on all sim frames, tested on all real frames (transfer).
 
 Model: StandardScaler -> PCA (at most `PROBE_N_COMPONENTS` = 128 components, for speed and
-stability on 512-1280-D embeddings) -> Ridge, its alpha chosen from `ALPHAS` by grouped 3-fold
-cross-validation inside the training frames, with RidgeCV's criterion (mean R^2 over folds)
-computed in closed form from one SVD per fold (`choose_alpha`; RidgeCV's own grid search
-refits every alpha and fold, ~10x slower, and its leave-one-out default would pick too small
-an alpha, since neighbouring frames are near-duplicates). Everything is fitted on training
-frames only. Training uses at most `PROBE_MAX_TRAIN` (20,000) frames (a seeded subset);
-prediction covers every test frame, in chunks.
+stability on 512-1280-D embeddings) -> Ridge. The scaler and PCA are label-free; they are
+fitted once per domain on that domain's frames (at most `compare.MAX_FIT_ROWS` = 20,000 of
+them, a seeded subset), exactly as the centroid distance fits its projection, and every frame
+is projected once, in chunks. They see the held-out frames' embeddings but never a target, so
+no target leaks; sim->real uses the sim projection only, so no real frame shapes what the
+sim-trained probe sees. Refitting them per fold would cost 11 PCA fits per probe (~65 GFLOP
+each at 20,000 x 1280) for no gain in honesty. Only the ridge is fitted per fold, on every
+training frame, its alpha chosen from `ALPHAS` by grouped 3-fold cross-validation inside the
+training frames (`choose_alpha`: RidgeCV's criterion, mean R^2 over folds, in closed form from
+one eigendecomposition per fold; RidgeCV's own grid search refits every alpha and fold, and
+its leave-one-out default would pick too small an alpha, since neighbouring frames are
+near-duplicates).
 
 R^2 per target dimension is sklearn's `r2_score`; the overall R^2 is their plain mean
 (sklearn's "uniform_average") over the non-constant target dimensions: targets come in mixed
@@ -32,25 +37,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.decomposition import PCA
 from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.metrics import r2_score
 from sklearn.model_selection import GroupKFold
-from sklearn.preprocessing import StandardScaler
 
-from perception_gap.compare import (MAX_N_COMPONENTS, _check_embeddings, _check_int, _cluster_keys, _factorize,
-                                    _gather, _json_safe, _pca_solver, _Result, _rng, _Rows, _seed,
-                                    _standardize_inplace, _subsample)
+from perception_gap.compare import (CHUNK_ROWS, MAX_N_COMPONENTS, _check_embeddings, _check_int, _cluster_keys,
+                                    _factorize, _fit_projection, _json_safe, _Result, _rng, _Rows, _seed)
 from perception_gap.errors import InputError, InsufficientData
 
 log = logging.getLogger(__name__)
 
-ALPHAS = tuple(float(a) for a in np.logspace(-3, 4, 8))  # 1e-3 .. 1e4: standardized inputs
+ALPHAS = tuple(float(a) for a in np.logspace(-3, 5, 9))  # 1e-3 .. 1e5 (features: PCA scores of standardized inputs)
 PROBE_N_COMPONENTS = 128
-PROBE_MAX_TRAIN = 20_000
 PROBE_SPLITS = 5
 INNER_SPLITS = 3
 MIN_PROBE_FRAMES = 8
@@ -65,7 +66,7 @@ class ProbeScore(_Result):
     Attributes:
         r2: mean R^2 over the non-constant target dimensions; None if all are constant.
         r2_per_dim: R^2 per target dimension (None for a constant one).
-        n_train: training frames per fit (<= PROBE_MAX_TRAIN).
+        n_train: training frames per ridge fit (the largest fold).
         n_test: frames scored.
         n_splits: folds (1 for train-on-sim, test-on-real).
         alphas: ridge alpha chosen in each fit.
@@ -90,7 +91,8 @@ class ProbeResult(_Result):
     Attributes:
         sim_to_sim, real_to_real, sim_to_real: the three scores.
         n_targets: target dimensions.
-        n_components: PCA components of the sim->real probe (min(n_components, D, rows - 1)).
+        n_components: PCA components of the sim projection (min(n_components, D, N_sim - 1,
+            numerical rank)).
     """
 
     sim_to_sim: ProbeScore
@@ -151,31 +153,15 @@ def _score(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float | None, tuple[
     return (float(np.mean(known)) if known else None), tuple(per)
 
 
-class _Probe(NamedTuple):
-    scaler: StandardScaler
-    pca: PCA
-    ridge: Ridge
-
-    def predict(self, rows: _Rows, n_targets: int) -> np.ndarray:
-        """(len(rows), n_targets) predictions, chunk by chunk."""
-        out = np.empty((len(rows), n_targets))
-        s = 0
-        for chunk in rows.chunks():  # private float64 copies: safe to standardize in place
-            chunk -= self.scaler.mean_
-            chunk /= self.scaler.scale_
-            out[s:s + len(chunk)] = self.ridge.predict(self.pca.transform(chunk)).reshape(len(chunk), n_targets)
-            s += len(chunk)
-        return out
-
-
 def choose_alpha(feats: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: Sequence[float], *,
                  random_state: int | np.random.Generator | None = 0) -> float:
     """The ridge alpha with the best mean R^2 over grouped inner folds.
 
     The criterion is that of `RidgeCV(alphas, cv=<the same grouped folds>)` (mean over folds
-    of the uniform-average R^2; the first alpha on ties), evaluated in closed form: one SVD of
-    each training fold serves every alpha (w = V diag(s / (s^2 + alpha)) U' y on centred
-    data). With fewer than 2 groups it falls back to RidgeCV's leave-one-out choice.
+    of the uniform-average R^2; the first alpha on ties), evaluated in closed form: one
+    eigendecomposition X'X = V diag(lam) V' of each centred training fold serves every alpha
+    (w = V diag(1 / (lam + alpha)) V' X'y). With fewer than 2 groups it falls back to RidgeCV's
+    leave-one-out choice.
 
     Args:
         feats: (N, k) features.
@@ -195,36 +181,28 @@ def choose_alpha(feats: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: S
     scores = np.zeros(len(al))
     for train, val in folds.split(feats, y, groups):
         x_mean, y_mean = feats[train].mean(axis=0), y[train].mean(axis=0)
-        u, sv, vt = np.linalg.svd(feats[train] - x_mean, full_matrices=False)
-        uty = u.T @ (y[train] - y_mean)
-        x_val = (feats[val] - x_mean) @ vt.T
+        xc = feats[train] - x_mean
+        lam, vecs = np.linalg.eigh(xc.T @ xc)
+        lam = np.clip(lam, 0.0, None)
+        proj_y = vecs.T @ (xc.T @ (y[train] - y_mean))  # (k, T)
+        del xc
+        x_val = (feats[val] - x_mean) @ vecs
         y_val = y[val]
         sst = ((y_val - y_val.mean(axis=0)) ** 2).sum(axis=0)
         for i, a in enumerate(al):
-            sse = ((y_val - (x_val @ ((sv / (sv * sv + a))[:, None] * uty) + y_mean)) ** 2).sum(axis=0)
+            sse = ((y_val - (x_val @ (proj_y / (lam + a)[:, None]) + y_mean)) ** 2).sum(axis=0)
             # r2_score's conventions for a constant validation target: 1 if exact, else 0.
             r2 = np.where(sst > 0, 1.0 - sse / np.where(sst > 0, sst, 1.0), np.where(sse == 0, 1.0, 0.0))
             scores[i] += r2.mean()
     return float(al[int(np.argmax(scores))])
 
 
-def _fit(rows: _Rows, y: np.ndarray, groups: np.ndarray, n_components: int, rng: np.random.Generator,
-         alphas: tuple[float, ...]) -> tuple[_Probe, int]:
-    """Scaler -> PCA -> ridge (grouped choice of alpha) on at most PROBE_MAX_TRAIN of the rows."""
-    pick = _subsample(len(rows), PROBE_MAX_TRAIN, rng)
-    x = _gather([rows.subset(pick)])
-    y, groups = y[pick], groups[pick]
-    scaler = _standardize_inplace(x)
-    k = min(n_components, x.shape[1], len(x) - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pca = PCA(n_components=k, copy=False, svd_solver=_pca_solver(*x.shape), random_state=_seed(rng))
-        feats = pca.fit_transform(x)
-    del x
-    alpha = choose_alpha(feats, y, groups, alphas, random_state=rng)
-    return _Probe(scaler, pca, Ridge(alpha=alpha).fit(feats, y)), len(pick)
+def _fit_ridge(feats: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: tuple[float, ...],
+               rng: np.random.Generator) -> Ridge:
+    return Ridge(alpha=choose_alpha(feats, y, groups, alphas, random_state=rng)).fit(feats, y)
 
 
-def _within(emb: np.ndarray, y: np.ndarray, groups: np.ndarray, n_components: int, rng: np.random.Generator,
+def _within(feats: np.ndarray, y: np.ndarray, groups: np.ndarray, rng: np.random.Generator,
             alphas: tuple[float, ...], side: str) -> ProbeScore:
     n_groups = len(np.unique(groups))
     if n_groups < 2:
@@ -233,11 +211,11 @@ def _within(emb: np.ndarray, y: np.ndarray, groups: np.ndarray, n_components: in
     folds = GroupKFold(n_splits=min(PROBE_SPLITS, n_groups), shuffle=True, random_state=_seed(rng))
     pred = np.empty_like(y)
     chosen, n_train = [], 0
-    for train, test in folds.split(np.zeros(len(y)), y, groups):
-        model, n_fit = _fit(_Rows(emb, train), y[train], groups[train], n_components, rng, alphas)
-        pred[test] = model.predict(_Rows(emb, test), y.shape[1])
-        chosen.append(float(model.ridge.alpha))
-        n_train = max(n_train, n_fit)
+    for train, test in folds.split(feats, y, groups):
+        ridge = _fit_ridge(feats[train], y[train], groups[train], alphas, rng)
+        pred[test] = ridge.predict(feats[test]).reshape(len(test), y.shape[1])
+        chosen.append(float(ridge.alpha))
+        n_train = max(n_train, len(train))
     r2, per = _score(y, pred)
     return ProbeScore(r2=r2, r2_per_dim=per, n_train=n_train, n_test=len(y), n_splits=folds.get_n_splits(),
                       alphas=tuple(chosen))
@@ -256,7 +234,7 @@ def probe(emb_sim: np.ndarray, y_sim: np.ndarray, emb_real: np.ndarray, y_real: 
         y_real: (N_real,) or (N_real, T) targets, the same T and units as `y_sim`.
         episodes_sim, episodes_real: optional length-N episode ids per side.
         n_components: PCA components before the ridge, in [1, MAX_N_COMPONENTS]; default 128.
-        alphas: ridge penalties to choose from (positive); default 1e-3 .. 1e4.
+        alphas: ridge penalties to choose from (positive); default 1e-3 .. 1e5.
         random_state: seed.
 
     Returns:
@@ -286,12 +264,20 @@ def probe(emb_sim: np.ndarray, y_sim: np.ndarray, emb_real: np.ndarray, y_real: 
     g_sim = _factorize(_cluster_keys(episodes_sim, len(sim), "sim", "episodes_sim")[0])
     g_real = _factorize(_cluster_keys(episodes_real, len(real), "real", "episodes_real")[0])
 
-    s2s = _within(sim, ys, g_sim, n_components, rng, al, "sim")
-    r2r = _within(real, yr, g_real, n_components, rng, al, "real")
-    model, n_fit = _fit(_Rows(sim), ys, g_sim, n_components, rng, al)
-    r2, per = _score(yr, model.predict(_Rows(real), yr.shape[1]))
-    s2r = ProbeScore(r2=r2, r2_per_dim=per, n_train=n_fit, n_test=len(real), n_splits=1,
-                     alphas=(float(model.ridge.alpha),))
-    k = int(model.pca.n_components_)
+    proj_sim = _fit_projection([_Rows(sim)], n_components, rng)
+    f_sim = proj_sim.transform(_Rows(sim))  # (N_sim, k) float64
+    s2s = _within(f_sim, ys, g_sim, rng, al, "sim")
+    ridge = _fit_ridge(f_sim, ys, g_sim, al, rng)
+    del f_sim  # one domain's features in memory at a time
+    pred = np.empty_like(yr)
+    for s in range(0, len(real), CHUNK_ROWS):  # real frames through the sim projection, chunk by chunk
+        rows = _Rows(real, np.arange(s, min(s + CHUNK_ROWS, len(real))))
+        pred[s:s + len(rows)] = ridge.predict(proj_sim.transform(rows)).reshape(len(rows), yr.shape[1])
+    r2, per = _score(yr, pred)
+    proj_real = _fit_projection([_Rows(real)], n_components, rng)
+    r2r = _within(proj_real.transform(_Rows(real)), yr, g_real, rng, al, "real")
+    s2r = ProbeScore(r2=r2, r2_per_dim=per, n_train=len(sim), n_test=len(real), n_splits=1,
+                     alphas=(float(ridge.alpha),))
     log.debug("probe: sim->sim %s, real->real %s, sim->real %s", s2s.r2, r2r.r2, s2r.r2)
-    return ProbeResult(sim_to_sim=s2s, real_to_real=r2r, sim_to_real=s2r, n_targets=ys.shape[1], n_components=k)
+    return ProbeResult(sim_to_sim=s2s, real_to_real=r2r, sim_to_real=s2r, n_targets=ys.shape[1],
+                       n_components=proj_sim.k)

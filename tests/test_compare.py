@@ -114,13 +114,22 @@ def test_float32_input_and_chunking_give_the_same_answer(monkeypatch):
 
 
 def test_large_sets_fit_on_a_subset_but_use_every_frame(monkeypatch):
-    sim, real = gaussians(400, 300, 8, shift=3.0, seed=5)
-    full = centroid_distance(sim, real, n_components=3)
+    # 1-D: whatever rows the scaler and PCA are fitted on, the projection is affine, so the
+    # answer is the closed form over ALL frames, including one extreme real frame at 30 that a
+    # 200-row fit subset may well miss: range [0, 30], centroids 1 and 630/301.
+    sim = np.array([[0.0], [2.0]] * 150)
+    real = np.vstack([np.array([[1.0], [3.0]] * 150), [[30.0]]])
     monkeypatch.setattr(compare, "MAX_FIT_ROWS", 200)
+    expected = (630 / 301 - 1.0) / 30.0
+    for seed in range(3):
+        res = centroid_distance(sim, real, random_state=seed)
+        assert res.n_fit == 200 and res.n_sim == 300 and res.n_real == 301
+        assert res.value == pytest.approx(expected, abs=1e-12)
+    # Many dimensions: the subset fit stays close to the full fit.
+    sim, real = gaussians(400, 300, 8, shift=3.0, seed=5)
     sub = centroid_distance(sim, real, n_components=3)
-    assert sub.n_fit == 200 and sub.n_sim == 400 and sub.n_real == 300
-    assert sub.value == pytest.approx(full.value, rel=0.15)
-    assert sub.value_norm <= 1.0
+    monkeypatch.setattr(compare, "MAX_FIT_ROWS", 20_000)
+    assert sub.value == pytest.approx(centroid_distance(sim, real, n_components=3).value, rel=0.15)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -190,7 +199,7 @@ def test_noise_floor_halves_alternate_whole_episodes():
 
 def test_noise_floor_uses_blocks_without_enough_episodes():
     n = 100
-    for episodes in (None, np.repeat([1, 2, 3], [40, 30, 30])):
+    for episodes in (None, np.repeat([1, 2, 3], [40, 30, 30]), [None] * n):
         a, b, method, _ = noise_floor_halves(n, episodes)
         assert method == "blocks"
         blocks = block_ids(n)
@@ -298,6 +307,17 @@ def test_domain_auc_large_shift_near_one():
     res = domain_auc(sim, real)
     assert res.value > 0.99
     assert res.grouping == "blocks" and res.n_groups == 32 and res.n_splits == 5
+
+
+def test_domain_auc_few_frames_many_dimensions():
+    # 48 scenes seen in sim and in real (twins share a group), 600-D, real dimmer: a clear gap
+    # with far fewer frames than dimensions (the case of a pixel baseline on a small set).
+    rng = np.random.default_rng(26)
+    scenes = 3.0 * rng.normal(size=(48, 600))
+    sim = scenes + rng.normal(size=scenes.shape)
+    real = 0.7 * scenes + 0.5 + rng.normal(size=scenes.shape)
+    pair = [("pair", i) for i in range(48)]
+    assert domain_auc(sim, real, episodes_sim=pair, episodes_real=pair).value > 0.95
 
 
 def test_domain_auc_groups_shared_episode_ids_and_caps_samples():

@@ -39,7 +39,7 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests import faults as F
 
-CODES = {"channel_swap", "value_range", "normalization", "depth_scale", "resize_filter",
+CODES = {"channel_swap", "sharpness", "value_range", "normalization", "depth_scale", "resize_filter",
          "brightness", "white_balance", "resolution", "joint_units", "depth_dropout"}
 
 
@@ -773,3 +773,21 @@ def test_grey_and_rgba_frames_do_not_break_checks(scenes):
     noisy_grey = [F.add_sensor_noise(g, rng) for g in grey]
     assert_clean(run(image_set("s", "sim", grey), image_set("r", "real", noisy_grey)))
     assert_clean(run(image_set("s", "sim", rgba), image_set("r", "real", [a for a, _ in scenes])))
+
+
+def _blur(a: np.ndarray, sigma: float = 1.2) -> np.ndarray:
+    from PIL import ImageFilter
+
+    return np.asarray(Image.fromarray(a).filter(ImageFilter.GaussianBlur(sigma)))
+
+
+@pytest.mark.parametrize("src", RGB_SOURCES)
+@pytest.mark.parametrize("side", SIDES)
+def test_optical_blur_is_a_sharpness_gap(request, src, side):
+    images = rgb_of(source(request, src))
+    sim, real = fault_pair(images, _blur, side)
+    findings = run(sim, real)
+    f = assert_top(findings, "sharpness", "gap")
+    sharper = "real" if side == "sim" else "sim"
+    assert f.evidence["sharper_side"] == sharper and f.evidence["sharpness_ratio"] > 2
+    assert "resize_filter" not in codes(findings) and not [x for x in findings if x.severity == "bug"]
