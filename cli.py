@@ -91,6 +91,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     from perception_gap.ingest import index_folder, index_manifest
 
     tags = [t for t in (args.tags or "").split(",") if t] or None
+    if args.coco is not None or args.masks is not None:
+        return _index_boxes(args)
     if args.manifest is None and args.path is None:
         return _fail("index: give a folder PATH (with --set and --domain) or --manifest FILE.")
     if args.manifest is not None and args.path is not None:
@@ -118,6 +120,33 @@ def cmd_index(args: argparse.Namespace) -> int:
         if r.usable == 0:
             status = _fail(f"set {r.set_name!r} has no usable frame ({len(r.skipped)} skipped).")
     return status
+
+
+def _index_boxes(args: argparse.Namespace) -> int:
+    from perception_gap.annotate import attach_coco, attach_masks, load_mask_categories
+    from perception_gap.catalog import Catalog
+
+    if args.coco is not None and args.masks is not None:
+        return _fail("index: give either --coco FILE or --masks DIR, not both.")
+    if args.set is None:
+        return _fail("index: boxes need --set NAME (an indexed set).")
+    if args.path is not None or args.manifest is not None:
+        return _fail("index: --coco/--masks attach boxes to an indexed set; index its frames in a separate call.")
+    with Catalog(args.db) as cat:
+        if args.coco is not None:
+            if args.source is None:
+                return _fail("index: --coco needs --source gt|DETECTOR.")
+            r = attach_coco(cat, Path(args.coco), args.set, args.source)
+        else:
+            r = attach_masks(cat, Path(args.masks), args.set, categories=load_mask_categories(
+                Path(args.mask_categories) if args.mask_categories else None))
+    _say(args, f"{r.set_name} [{r.source}]: {r.n_boxes} boxes on {r.n_images} frames; {r.n_clipped} clipped to "
+               f"the frame, {r.n_dropped} dropped (outside or empty); {len(r.unmatched)} unmatched")
+    for u in r.unmatched[:10]:
+        _say(args, f"  unmatched {u}")
+    if len(r.unmatched) > 10:
+        _say(args, f"  ... and {len(r.unmatched) - 10} more")
+    return 0
 
 
 # -- stats -------------------------------------------------------------------------------------
@@ -294,6 +323,11 @@ def build_parser() -> argparse.ArgumentParser:
     ix.add_argument("--pair-regex", help="regex on the relative path whose first group (or group 'key') is the pair key")
     ix.add_argument("--depth-unit", help="declared depth unit: m, mm, cm, tum (1/5000 m) or units per metre")
     ix.add_argument("--tags", help="comma-separated tags for the set")
+    ix.add_argument("--coco", help="COCO JSON of boxes to attach to the indexed --set (joined by image file name "
+                                   "and category name)")
+    ix.add_argument("--source", help="with --coco: `gt` for ground truth, or the detector's name")
+    ix.add_argument("--masks", help="folder of instance-id masks (<pair key>.png): ground-truth boxes for --set")
+    ix.add_argument("--mask-categories", help="with --masks: JSON mapping instance id to category name")
     ix.set_defaults(func=cmd_index)
 
     st = sub.add_parser("stats", parents=[common], help="raw statistics and plumbing diagnoses, sim vs real",
