@@ -275,7 +275,7 @@ def _print_run(res: dict[str, Any], out_dir: Path) -> None:
         print(f"{i}. [{f['severity']}] {f['code']}: {f['title']}")
         if f.get("action"):
             print(f"   action: {f['action']}")
-    print(f"results: {out_dir / 'results.json'}")
+    print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -296,6 +296,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     atomic_write_text(out_dir / "results.json", text)
     if args.json:
         atomic_write_text(Path(args.json), text)
+    from reports import write_report
+
+    write_report(json.loads(text), out_dir / "report.html")  # from the JSON form: what the report may read
     if not args.quiet:
         _print_run(res, out_dir)
     return 0
@@ -355,12 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
     rn = sub.add_parser("run", parents=[common], help="the whole analysis: statistics, embeddings, gap, probes, ranking",
                         description="Raw statistics and plumbing diagnoses, embeddings, sim-vs-real gap metrics with "
                                     "noise floors and CIs, linear probes, encoder ranking and findings; writes "
-                                    "DIR/results.json.")
+                                    "DIR/results.json and DIR/report.html.")
     rn.add_argument("--sim", required=True, help="sim set name")
     rn.add_argument("--real", required=True, help="real set name")
     rn.add_argument("--encoders", action="append",
                     help="encoder name(s), comma-separated or repeated (default: every encoder with weights available)")
-    rn.add_argument("--out", required=True, help="output folder (results.json)")
+    rn.add_argument("--out", required=True, help="output folder (results.json, report.html)")
     rn.add_argument("--json", help="also write results.json to this file")
     rn.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the models run")
     rn.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")

@@ -23,6 +23,7 @@ from .ranking import EncoderScore, clip_band, rank_encoders
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
+WORST_PAIRS = 12  # pairs listed per encoder, farthest first (the report shows them side by side)
 
 
 def default_encoders() -> list[str]:
@@ -105,6 +106,11 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
             entry["paired_cosine"] = pc.to_dict()
             if encoder.family == "clip":
                 entry["paired_cosine"]["clip_band"] = clip_band(pc.mean)
+            dist = compare.pair_cosine_distances(emb_s, emb_r, pairs)
+            order = np.argsort(-dist, kind="stable")[:WORST_PAIRS]
+            entry["worst_pairs"] = [{"pair_key": meta_s[pairs[i, 0]]["pair_key"], "sim_path": meta_s[pairs[i, 0]]["rgb_path"],
+                                     "real_path": meta_r[pairs[i, 1]]["rgb_path"], "cosine_distance": float(dist[i])}
+                                    for i in order]
     else:
         insufficient["paired cosine"] = "no sim and real frames share a pair key"
     auc = _try(insufficient, "domain AUC", lambda: compare.domain_auc(

@@ -687,6 +687,21 @@ def noise_floor(emb_real: np.ndarray, *, episodes: Sequence[Hashable] | None = N
 
 # -- paired cosine -------------------------------------------------------------------------------
 
+def pair_cosine_distances(emb_sim: np.ndarray, emb_real: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """(P,) 1 - cos(e_sim[i], e_real[j]) for each matched pair (i, j); 0-norm vectors give 1.
+
+    The per-pair values behind `paired_cosine`, e.g. to show the worst pairs.
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    u = np.asarray(emb_sim, dtype=np.float64)[pairs[:, 0]]
+    v = np.asarray(emb_real, dtype=np.float64)[pairs[:, 1]]
+    nu = np.linalg.norm(u, axis=1)
+    nv = np.linalg.norm(v, axis=1)
+    denom = np.where((nu > 0) & (nv > 0), nu * nv, 1.0)
+    cos = np.clip(np.einsum("ij,ij->i", u, v) / denom, -1.0, 1.0)
+    return 1.0 - cos
+
+
 def paired_cosine(emb_sim: np.ndarray, emb_real: np.ndarray, pairs: np.ndarray, *,
                   random_state: int | np.random.Generator | None = 0) -> PairedCosine:
     """Cosine distance 1 - cos at matched pairs, against the mismatched-pairs reference.

@@ -124,6 +124,9 @@ def test_run_clean_pair_contract_and_storage(tmp_path):
     assert set(e["paired_cosine"]) >= {"mean", "median", "p90", "shuffled_mean"}
     assert set(e["probe"]) >= {"sim_to_sim", "real_to_real", "sim_to_real"}
     assert e["rank"] == 1 and e["noise_floor_method"] == "episodes"
+    worst = [w["cosine_distance"] for w in e["worst_pairs"]]
+    assert len(worst) == 12 and worst == sorted(worst, reverse=True)
+    assert worst[0] >= e["paired_cosine"]["p90"] and Path(e["worst_pairs"][0]["sim_path"]).exists()
     assert 0 <= e["centroid_distance_norm"] <= 1
     # matched pairs are much closer than shuffled ones; noise only: no domain signal, no bug
     assert e["paired_cosine"]["mean"] < e["paired_cosine"]["shuffled_mean"]
@@ -172,6 +175,8 @@ def test_cli_run_writes_results(tmp_path, capsys):
     assert code == 0 and "pixel" in text and "results:" in text
     res = json.loads((out / "results.json").read_text())
     assert res == json.loads((tmp_path / "copy.json").read_text())
+    html = (out / "report.html").read_text()
+    assert "Worst pairs" in html and "sim_set" in html and "http://" not in html
     assert res["encoders"][0]["name"] == "pixel"
     code = cli.main(["run", "--sim", "sim_set", "--real", "nope", "--out", str(out), "--db", str(db)])
     assert code == 2

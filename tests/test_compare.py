@@ -522,3 +522,17 @@ def test_generic_bootstrap_caps_and_fails_clearly():
         centroid_distance_ci(sim, real, episodes_sim=[0] * 200)
     with pytest.raises(InputError, match=r"Expected `ci` in \(0, 1\), got 1.5\."):
         centroid_distance_ci(sim, real, ci=1.5)
+
+
+def test_pair_cosine_distances_match_sklearn():
+    from sklearn.metrics.pairwise import paired_cosine_distances
+
+    from perception_gap.compare import pair_cosine_distances, paired_cosine
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(30, 8)), rng.normal(size=(25, 8))
+    pairs = np.stack([rng.integers(0, 30, 20), rng.integers(0, 25, 20)], 1)
+    d = pair_cosine_distances(a, b, pairs)
+    np.testing.assert_allclose(d, paired_cosine_distances(a[pairs[:, 0]], b[pairs[:, 1]]), atol=1e-12)
+    assert d.mean() == pytest.approx(paired_cosine(a, b, pairs).mean)
+    assert pair_cosine_distances(a, a, np.stack([np.arange(30)] * 2, 1)) == pytest.approx(np.zeros(30), abs=1e-12)

@@ -1,0 +1,65 @@
+"""Pure text formatting of numbers and values found in results.json (no statistics here)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+MISSING = "\u2014"  # em dash for a missing value
+
+
+def num(x: Any, nd: int = 3) -> str:
+    """A number for a table cell: fixed `nd` decimals for ordinary magnitudes, else 3 significant
+    digits; integers as they are; None, NaN and non-numbers as a dash or their text."""
+    if x is None:
+        return MISSING
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return MISSING
+        if x == 0 or 10 ** -nd <= abs(x) < 1e5:
+            return f"{x:.{nd}f}"
+        return f"{x:.3g}"
+    return str(x)
+
+
+def ci(low: Any, high: Any, level: Any = None, nd: int = 3) -> str:
+    """A confidence interval as `[low, high]`, prefixed with its level when given (`95% [..]`)."""
+    if low is None and high is None:
+        return MISSING
+    prefix = ""
+    if isinstance(level, (int, float)) and not isinstance(level, bool) and math.isfinite(level):
+        prefix = f"{level * 100:g}% " if level <= 1 else f"{level:g}% "
+    return f"{prefix}[{num(low, nd)}, {num(high, nd)}]"
+
+
+def signed(x: Any, nd: int = 3) -> str:
+    """A difference with its sign (`+0.120`)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
+        return f"{x:+.{nd}f}"
+    return num(x, nd)
+
+
+def compact(v: Any, limit: int = 400) -> str:
+    """Any evidence value as short text: numbers formatted, nested values as compact JSON."""
+    if isinstance(v, (dict, list, tuple)):
+        try:
+            s = json.dumps(v, separators=(", ", ": "), default=str, allow_nan=True)
+        except (TypeError, ValueError):
+            s = str(v)
+    elif isinstance(v, float):
+        s = num(v, 4)
+    else:
+        s = MISSING if v is None else str(v)
+    return s if len(s) <= limit else s[: limit - 1] + "\u2026"
+
+
+def num_list(values: Any, nd: int = 2) -> str:
+    """A short list of numbers (`12.00, 3.50, 4.00`)."""
+    if not isinstance(values, (list, tuple)):
+        return num(values, nd)
+    return ", ".join(num(v, nd) for v in values)

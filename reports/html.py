@@ -1,0 +1,313 @@
+"""Render results.json (a dict) as one self-contained HTML document.
+
+The report formats what the results hold; it never computes a statistic. All text goes
+through Jinja2 autoescaping, since set, file, encoder and category names are user input.
+Plots are inline PNG data URIs; there is no JavaScript and no network reference.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from jinja2 import Environment
+from markupsafe import Markup
+
+from . import plots
+from .format import MISSING, ci, compact, num, num_list, signed
+from .template import TEMPLATE
+
+logger = logging.getLogger(__name__)
+
+MAX_BYTES = 5 * 1024 * 1024
+COCO_NAMES = ("AP", "AP50", "AP75", "APsmall", "APmedium", "APlarge",
+              "AR1", "AR10", "AR100", "ARsmall", "ARmedium", "ARlarge")
+SEVERITIES = ("bug", "gap", "info")
+
+# Caps per level: the first level is tried, tighter ones only if the document is too large.
+_LEVELS = (
+    dict(text=600, findings=100, evidence=40, encoders=60, skipped=200, categories=80, examples=10,
+         sets=12, plots=True),
+    dict(text=160, findings=30, evidence=15, encoders=20, skipped=50, categories=30, examples=5,
+         sets=6, plots=True),
+    dict(text=80, findings=10, evidence=8, encoders=10, skipped=20, categories=10, examples=3,
+         sets=4, plots=False),
+)
+
+
+def _d(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}
+
+
+def _l(v: Any) -> list[Any]:
+    return list(v) if isinstance(v, (list, tuple)) else []
+
+
+def _environment(text_limit: int) -> Environment:
+    def finalize(v: Any) -> Any:
+        # Every printed value passes here before escaping: cap plain text, keep markup (plots).
+        if v is None:
+            return MISSING
+        if isinstance(v, Markup):
+            return v
+        s = v if isinstance(v, str) else str(v)
+        return s if len(s) <= text_limit else s[: text_limit - 1] + "\u2026"
+
+    return Environment(autoescape=True, finalize=finalize, trim_blocks=True, lstrip_blocks=True)
+
+
+def _sev(f: Mapping[str, Any]) -> str:
+    s = f.get("severity")
+    return s if s in SEVERITIES else "info"
+
+
+def _finding(f: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
+    ev = list(_d(f.get("evidence")).items())
+    return {"severity": f.get("severity", "info"), "sev_class": _sev(f), "code": f.get("code"),
+            "title": f.get("title"), "action": f.get("action"),
+            "evidence": [(str(k), compact(v, lim["text"])) for k, v in ev[: lim["evidence"]]],
+            "evidence_more": max(0, len(ev) - lim["evidence"])}
+
+
+def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
+    c = _d(e.get("centroid_distance_norm_ci"))
+    pc, mmd, probe = _d(e.get("paired_cosine")), _d(e.get("mmd")), _d(e.get("probe"))
+    pre = {k: v for k, v in _d(e.get("preprocessing")).items()}
+    return {
+        "rank": e.get("rank"), "front": bool(e.get("pareto_front")), "name": e.get("name"),
+        "family": e.get("family"), "dim": e.get("dim"),
+        "cd": num(e.get("centroid_distance_norm")), "cd_ci": ci(c.get("low"), c.get("high"), c.get("level")),
+        "floor": num(e.get("noise_floor")), "floor_method": e.get("noise_floor_method"),
+        "gap": signed(e.get("gap_above_floor")), "auc": num(e.get("domain_auc")),
+        "mmd": num(mmd.get("value"), 4), "mmd_p": "p=" + num(mmd.get("p_value")),
+        "pc": num(pc.get("mean")), "pc_shuffled": num(pc.get("shuffled_mean")), "clip_band": pc.get("clip_band"),
+        "p_ss": num(probe.get("sim_to_sim")), "p_rr": num(probe.get("real_to_real")),
+        "p_sr": num(probe.get("sim_to_real")),
+        "insufficient": [(str(k), str(v)) for k, v in _d(e.get("insufficient")).items()],
+        "fingerprint": e.get("fingerprint"), "n_sim": e.get("n_sim"), "n_real": e.get("n_real"),
+        "n_skipped": len(_l(e.get("skipped"))), "preprocessing": compact(pre, 600) if pre else MISSING,
+    }
+
+
+def _stat_rows(stats: Mapping[str, Any], names: list[str]) -> list[tuple[str, list[str]]]:
+    ss = [_d(stats.get(n)) for n in names]
+    rows: list[tuple[str, list[str]]] = []
+
+    def row(label: str, fn) -> None:
+        cells = [fn(s) for s in ss]
+        if any(c != MISSING for c in cells):
+            rows.append((label, cells))
+
+    def mapping(v: Any) -> str:
+        m = _d(v)
+        return ", ".join(f"{k}: {x}" for k, x in list(m.items())[:5]) if m else MISSING
+
+    row("frames / images / depth", lambda s: f"{num(s.get('n_frames'))} / {num(s.get('n_images'))} / {num(s.get('n_depth'))}"
+        if s else MISSING)
+    row("sizes (WxH: frames)", lambda s: mapping(s.get("sizes")))
+    row("dtypes", lambda s: mapping(s.get("dtypes")))
+    row("modes", lambda s: mapping(s.get("modes")))
+    row("channels", lambda s: num(s.get("channels")))
+    row("channel mean", lambda s: num_list(s.get("channel_mean")) if s.get("channel_mean") else MISSING)
+    row("channel std", lambda s: num_list(s.get("channel_std")) if s.get("channel_std") else MISSING)
+    row("channel min", lambda s: num_list(s.get("channel_min")) if s.get("channel_min") else MISSING)
+    row("channel max", lambda s: num_list(s.get("channel_max")) if s.get("channel_max") else MISSING)
+    row("luma mean", lambda s: num(s.get("lum_mean"), 2))
+    row("luma percentiles", lambda s: ", ".join(f"{k} {num(v, 1)}" for k, v in _d(s.get("lum_percentiles")).items())
+        or MISSING)
+    row("linear mean (RGB)", lambda s: num_list(s.get("lin_mean"), 4) if s.get("lin_mean") else MISSING)
+    for k in ("sharpness", "hf_ratio", "grad_ratio", "dup_frac", "blockiness", "jpeg_fraction", "nonfinite_frac"):
+        row(k.replace("_", " "), lambda s, k=k: num(s.get(k), 4))
+    row("depth dtypes / units", lambda s: (mapping(_d(s.get("depth")).get("dtypes")) + "; "
+                                           + mapping(_d(s.get("depth")).get("inferred_units"))) if s.get("depth") else MISSING)
+    row("depth percentiles", lambda s: ", ".join(f"{k} {num(v, 3)}" for k, v in
+                                                 _d(_d(s.get("depth")).get("percentiles")).items()) or MISSING)
+    row("depth dropout mean / max", lambda s: f"{num(_d(s.get('depth')).get('dropout_mean'))} / "
+                                              f"{num(_d(s.get('depth')).get('dropout_max'))}" if s.get("depth") else MISSING)
+    for vec in ("action", "proprio"):
+        row(f"{vec} (n, dim)", lambda s, v=vec: f"{num(_d(s.get(v)).get('n'))}, {num(_d(s.get(v)).get('dim'))}"
+            if s.get(v) else MISSING)
+        row(f"{vec} min", lambda s, v=vec: num_list(_l(_d(s.get(v)).get("min"))[:12], 3) if s.get(v) else MISSING)
+        row(f"{vec} max", lambda s, v=vec: num_list(_l(_d(s.get(v)).get("max"))[:12], 3) if s.get(v) else MISSING)
+    return rows
+
+
+def _stats_plots(stats: Mapping[str, Any], names: list[str]) -> list[Markup]:
+    out = []
+    dom = {n: _d(stats.get(n)).get("domain") for n in names}
+    means = {n: _l(_d(stats.get(n)).get("channel_mean")) for n in names}
+    nch = max((len(v) for v in means.values()), default=0)
+    labels = ["R", "G", "B"] if nch == 3 else [f"c{i}" for i in range(nch)]
+    p = plots.grouped_bars("Per-channel mean (median over frames)", labels, means, "value (frame units)", dom)
+    if p:
+        out.append(p)
+    lums = {n: _d(_d(stats.get(n)).get("lum_percentiles")) for n in names}
+    keys = list(next((v for v in lums.values() if v), {}).keys())
+    p = plots.grouped_bars("Luma percentiles", keys, {n: [v.get(k) for k in keys] for n, v in lums.items()},
+                           "luma", dom)
+    if p:
+        out.append(p)
+    return out
+
+
+def _detection(det: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
+    n_ex = lim["examples"]
+    summary, cols, per_class_src = [], [], []
+    for set_name, by_source in _d(det.get("sets")).items():
+        for source, s in _d(by_source).items():
+            s = _d(s)
+            summary.append({"set": set_name, "source": source, "cells": [num(s.get(k)) for k in COCO_NAMES],
+                            "n_images": s.get("n_images"), "n_gt": s.get("n_gt"), "n_dets": s.get("n_dets")})
+            cols.append(f"{set_name} / {source}")
+            per_class_src.append(_d(s.get("per_class_ap")))
+    cats = sorted({c for pc in per_class_src for c in pc}, key=str)
+    per_class = [(c, [num(pc.get(c)) if c in pc else MISSING for pc in per_class_src]) for c in cats[: lim["categories"]]]
+    diffs = [{"source": src, "ap_sim": num(_d(d).get("ap_sim")), "ap_real": num(_d(d).get("ap_real")),
+              "estimate": signed(_d(d).get("estimate")),
+              "ci": ci(_d(d).get("low"), _d(d).get("high"), _d(d).get("level")),
+              "n_pairs": _d(d).get("n_pairs"), "method": _d(d).get("method")}
+             for src, d in _d(det.get("differences")).items()]
+    flips = []
+    for src, f in _d(det.get("flips")).items():
+        f = _d(f)
+        flips.append({"source": src,
+                      "cells": [num(f.get(k)) for k in ("n_pairs", "n_objects", "found_both", "sim_only", "real_only",
+                                                         "missed_both", "recall_sim", "recall_real")],
+                      "examples": [{"kind": x.get("kind"), "category": x.get("category"), "sim_key": x.get("sim_key"),
+                                    "real_key": x.get("real_key"), "bbox_sim": num_list(x.get("bbox_sim"), 1),
+                                    "bbox_real": num_list(x.get("bbox_real"), 1)}
+                                   for x in map(_d, _l(f.get("examples"))[:n_ex])]})
+    latching = []
+    for set_name, by_source in _d(det.get("latching")).items():
+        for src, lr in _d(by_source).items():
+            lr = _d(lr)
+            latching.append({"set": set_name, "source": src,
+                             "cells": [num(lr.get(k)) for k in ("n_detections", "n_true_positive", "n_false_positive",
+                                                                 "latching", "wrong_class", "duplicate",
+                                                                 "localization", "background")],
+                             "examples": [{"key": x.get("key"), "kind": x.get("kind"), "category": x.get("category"),
+                                           "score": num(x.get("score")), "gt_category": x.get("gt_category"),
+                                           "iou": num(x.get("iou"))}
+                                          for x in map(_d, _l(lr.get("examples"))[:n_ex])]})
+    return {"summary": summary, "per_class_cols": cols, "per_class": per_class,
+            "per_class_more": max(0, len(cats) - lim["categories"]), "differences": diffs, "flips": flips,
+            "latching": latching}
+
+
+def _thumbs(results: Mapping[str, Any], max_thumbs: int) -> list[dict[str, Any]]:
+    """Thumbnails of the image files listed under results["thumbnails"] (path, caption), if any."""
+    out = []
+    for t in _l(results.get("thumbnails")):
+        if len(out) >= max_thumbs:
+            break
+        t = _d(t) if isinstance(t, Mapping) else {"path": t}
+        path = t.get("path")
+        src = plots.thumbnail(str(path)) if isinstance(path, (str, os.PathLike)) else None
+        if src is not None:
+            out.append({"src": src, "caption": t.get("caption") or Path(str(path)).name})
+    return out
+
+
+def _worst_pairs(results: Mapping[str, Any], max_pairs: int) -> dict[str, Any] | None:
+    """The best-ranked encoder's farthest pairs (listed in results) as sim | real | difference."""
+    encs = sorted((_d(e) for e in _l(results.get("encoders"))),
+                  key=lambda e: (e.get("rank") is None, e.get("rank") or 0))
+    enc = next((e for e in encs if _l(e.get("worst_pairs"))), None)
+    if enc is None or max_pairs <= 0:
+        return None
+    rows = []
+    for w in _l(enc.get("worst_pairs"))[:max_pairs]:
+        w = _d(w)
+        strip = plots.pair_strip(str(w.get("sim_path")), str(w.get("real_path")))
+        if strip is not None:
+            rows.append({"sim": strip[0], "real": strip[1], "diff": strip[2], "key": w.get("pair_key"),
+                         "distance": num(w.get("cosine_distance"))})
+    return {"encoder": enc.get("name"), "rows": rows} if rows else None
+
+
+def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]) -> dict[str, Any]:
+    findings = [_d(f) for f in _l(results.get("findings"))]
+    cfg = _d(results.get("config"))
+    sets = _d(results.get("sets"))
+    stats = _d(results.get("stats"))
+    raw_enc = [_d(e) for e in _l(results.get("encoders"))]
+    encoders = [_encoder(e) for e in raw_enc[: lim["encoders"]]]
+    stat_names = [n for n in stats if isinstance(stats.get(n), Mapping)][: lim["sets"]]
+    skipped_all = [{"set": name, **{k: _d(s).get(k) for k in ("path", "status", "reason")}}
+                   for name, rec in sets.items() for s in _l(_d(rec).get("skipped"))]
+    sim = cfg.get("sim") or next((n for n, r in sets.items() if _d(r).get("domain") == "sim"), None)
+    real = cfg.get("real") or next((n for n, r in sets.items() if _d(r).get("domain") == "real"), None)
+    plot_enc = None
+    if lim["plots"] and raw_enc:
+        has_probe = any(_d(e.get("probe")).get("sim_to_real") is not None for e in raw_enc)
+        plot_enc = plots.gap_vs_probe(raw_enc) if has_probe else None
+        plot_enc = plot_enc or plots.gap_bars(raw_enc)
+    det = results.get("detection")
+    return {
+        "sim": sim, "real": real, "version": results.get("version"), "run_id": results.get("run_id"),
+        "verdict": _finding(findings[0], lim) if findings else None,
+        "findings": [_finding(f, lim) for f in findings[: lim["findings"]]], "n_findings": len(findings),
+        "findings_more": max(0, len(findings) - lim["findings"]),
+        "encoders": encoders, "encoders_more": max(0, len(raw_enc) - lim["encoders"]), "plot_encoders": plot_enc,
+        "stats_sets": [{"name": n, "domain": _d(stats[n]).get("domain")} for n in stat_names],
+        "stats_rows": _stat_rows(stats, stat_names) if stat_names else [],
+        "stats_plots": _stats_plots(stats, stat_names) if stat_names and lim["plots"] else [],
+        "detection": _detection(det, lim) if isinstance(det, Mapping) else None, "coco_names": COCO_NAMES,
+        "thumbs": _thumbs(results, max_thumbs) if lim["plots"] else [],
+        "worst": _worst_pairs(results, max_thumbs) if lim["plots"] else None,
+        "sets": [{"name": n, "domain": _d(r).get("domain"), "role": _d(r).get("role"),
+                  "n_frames": _d(r).get("n_frames"), "n_usable": _d(r).get("n_usable"),
+                  "n_skipped": _d(r).get("n_skipped"), "tags": compact(_d(r).get("tags"), 200)}
+                 for n, r in list(sets.items())[: max(lim["sets"], 2)]],
+        "pairs": _d(results.get("pairs")) or None,
+        "skipped": skipped_all[: lim["skipped"]], "n_skipped_total": len(skipped_all),
+        "skipped_more": max(0, len(skipped_all) - lim["skipped"]),
+        "config": [(str(k), compact(v, 400)) for k, v in list(cfg.items())[:40]],
+    }
+
+
+def render_report(results: Mapping[str, Any], *, max_thumbs: int = 12) -> str:
+    """Render results.json as one self-contained HTML document (< 5 MB, no network, no script).
+
+    Args:
+        results: the `results.json` structure (as written by `run`); missing parts are skipped.
+        max_thumbs: most thumbnails embedded, from image files listed in `results["thumbnails"]`.
+
+    Returns:
+        The HTML document as text.
+    """
+    html = ""
+    for lim in _LEVELS:
+        env = _environment(lim["text"])
+        html = env.from_string(TEMPLATE).render(**_context(results, max_thumbs if lim["plots"] else 0, lim))
+        if len(html.encode("utf-8")) < MAX_BYTES:
+            return html
+        logger.info("report over %d bytes at caps %s; tightening", MAX_BYTES, lim)
+    return html
+
+
+def write_report(results: Mapping[str, Any], path: str | os.PathLike[str], *, max_thumbs: int = 12) -> Path:
+    """Render the report and write it atomically (temp file in the same folder, then replace).
+
+    Returns:
+        The path written.
+    """
+    path = Path(path)
+    html = render_report(results, max_thumbs=max_thumbs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(html)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path

@@ -1,0 +1,166 @@
+"""Small matplotlib figures (Agg canvas, no pyplot global state) as inline base64 PNG data URIs.
+
+The figures draw numbers already present in results.json; nothing is computed here beyond
+laying them out.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from typing import Any, Sequence
+
+from markupsafe import Markup
+
+DPI = 80
+MAX_BARS = 40
+SIM_COLOR = "#d9822b"
+REAL_COLOR = "#2b6cd9"
+
+
+def _ok(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _label(s: Any, limit: int = 24) -> str:
+    """Plot-safe text: mathtext dollars escaped, long names shortened."""
+    t = str(s)
+    t = t if len(t) <= limit else t[: limit - 1] + "\u2026"
+    return t.replace("$", r"\$")
+
+
+def _figure(w: float, h: float):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(w, h), dpi=DPI)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _png(fig) -> Markup:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    # base64 output holds only [A-Za-z0-9+/=]: safe to mark up.
+    return Markup("data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
+
+
+def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
+    """Scatter of gap above the noise floor (x) against the sim->real probe R² (y), front marked."""
+    pts = []
+    for e in encoders[:MAX_BARS]:
+        x = e.get("gap_above_floor")
+        if not _ok(x):
+            x = e.get("centroid_distance_norm")
+        y = (e.get("probe") or {}).get("sim_to_real")
+        if _ok(x) and _ok(y):
+            pts.append((float(x), float(y), bool(e.get("pareto_front")), e.get("name", "?")))
+    if not pts:
+        return None
+    fig = _figure(6.4, 4.0)
+    ax = fig.add_subplot()
+    for x, y, front, name in pts:
+        ax.scatter([x], [y], s=70 if front else 35, marker="*" if front else "o",
+                   color="#c0392b" if front else "#7f8c8d", zorder=3)
+        ax.annotate(_label(name), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    front = sorted((x, y) for x, y, f, _ in pts if f)
+    if len(front) > 1:
+        ax.plot([p[0] for p in front], [p[1] for p in front], color="#c0392b", lw=1, ls="--", zorder=2)
+    ax.set_xlabel("gap above noise floor (lower is better)")
+    ax.set_ylabel("probe R² sim\u2192real (higher is better)")
+    ax.set_title("Encoders: gap vs probe (stars: Pareto front)", fontsize=10)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def gap_bars(encoders: Sequence[dict[str, Any]]) -> Markup | None:
+    """Bars of the normalized centroid distance with CI whiskers and each noise floor as a tick."""
+    rows = [e for e in encoders[:MAX_BARS] if _ok(e.get("centroid_distance_norm"))]
+    if not rows:
+        return None
+    fig = _figure(max(4.0, 0.6 * len(rows) + 2), 3.6)
+    ax = fig.add_subplot()
+    xs = list(range(len(rows)))
+    vals = [float(e["centroid_distance_norm"]) for e in rows]
+    lo, hi = [], []
+    for e, v in zip(rows, vals):
+        c = e.get("centroid_distance_norm_ci") or {}
+        lo.append(max(0.0, v - c["low"]) if _ok(c.get("low")) else 0.0)
+        hi.append(max(0.0, c["high"] - v) if _ok(c.get("high")) else 0.0)
+    ax.bar(xs, vals, color="#5b8def", yerr=[lo, hi], capsize=4, label="centroid distance (norm.)")
+    floors = [(i, float(e["noise_floor"])) for i, e in enumerate(rows) if _ok(e.get("noise_floor"))]
+    if floors:
+        ax.scatter([i for i, _ in floors], [f for _, f in floors], marker="_", s=500, color="#c0392b",
+                   zorder=3, label="noise floor (real vs real)")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([_label(e.get("name", "?")) for e in rows], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("normalized centroid distance")
+    ax.set_title("Encoders: gap with CI and noise floor", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def grouped_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[Any]], ylabel: str,
+                 domains: dict[str, str] | None = None) -> Markup | None:
+    """Grouped bars: one group per label in `groups`, one bar per series (set) in each group."""
+    series = {k: v for k, v in list(series.items())[:6] if isinstance(v, (list, tuple)) and any(_ok(x) for x in v)}
+    if not series or not groups:
+        return None
+    groups = list(groups)[:MAX_BARS]
+    fig = _figure(max(4.0, 0.35 * len(groups) * len(series) + 2), 3.2)
+    ax = fig.add_subplot()
+    width = 0.8 / len(series)
+    palette = ["#7f8c8d", "#27ae60", "#8e44ad", "#16a085"]
+    for j, (name, vals) in enumerate(series.items()):
+        dom = (domains or {}).get(name)
+        color = SIM_COLOR if dom == "sim" else REAL_COLOR if dom == "real" else palette[j % len(palette)]
+        ys = [float(v) if _ok(v) else 0.0 for v in list(vals)[: len(groups)]]
+        xs = [i + (j - (len(series) - 1) / 2) * width for i in range(len(ys))]
+        ax.bar(xs, ys, width=width * 0.95, color=color, alpha=0.85 if dom else 0.7,
+               label=_label(f"{name} ({dom})" if dom else name, 40))
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([_label(g) for g in groups], fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(_label(title, 60), fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def thumbnail(path: str, max_side: int = 160) -> Markup | None:
+    """A small JPEG data URI of an image file named in results; None when it cannot be read."""
+    try:
+        from PIL import Image
+
+        with Image.open(path) as im:
+            im.draft("RGB", (max_side, max_side))
+            im = im.convert("RGB")
+            im.thumbnail((max_side, max_side))
+            buf = io.BytesIO()
+            im.save(buf, format="JPEG", quality=75)
+    except Exception:  # an unreadable thumbnail must never break the report
+        return None
+    return Markup("data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
+
+
+def pair_strip(sim_path: str, real_path: str, max_side: int = 160) -> tuple[Markup, Markup, Markup] | None:
+    """(sim, real, |sim - real|) JPEG data URIs of a pair at one thumbnail size, for display only;
+    None when either file cannot be read."""
+    try:
+        from PIL import Image, ImageChops
+
+        with Image.open(sim_path) as a, Image.open(real_path) as b:
+            a, b = a.convert("RGB"), b.convert("RGB")
+        a.thumbnail((max_side, max_side))
+        b = b.resize(a.size)
+        diff = ImageChops.difference(a, b)
+        out = []
+        for im in (a, b, diff):
+            buf = io.BytesIO()
+            im.save(buf, format="JPEG", quality=75)
+            out.append(Markup("data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")))
+    except Exception:  # an unreadable frame must never break the report
+        return None
+    return out[0], out[1], out[2]

@@ -1,0 +1,159 @@
+"""The report's single Jinja2 template (kept in Python so it ships with the package)."""
+
+TEMPLATE = r"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<title>perception-gap report</title>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:1em 1.5em;color:#222;line-height:1.4}
+h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+h3{font-size:1.02em;margin:1em 0 .3em}
+table{border-collapse:collapse;margin:.4em 0 1em;font-size:.85em}
+th,td{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#f4f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.badge{display:inline-block;padding:.1em .55em;border-radius:.8em;font-size:.8em;font-weight:600;color:#fff;text-transform:uppercase}
+.sev-bug{background:#c0392b}.sev-gap{background:#d9822b}.sev-info{background:#2b6cd9}.sev-none{background:#27ae60}
+.verdict{border:2px solid #ccc;border-radius:.5em;padding:.8em 1em;margin:1em 0;background:#fafafa}
+.verdict.bug{border-color:#c0392b}.verdict.gap{border-color:#d9822b}.verdict.info{border-color:#2b6cd9}.verdict.none{border-color:#27ae60}
+.verdict .title{font-size:1.15em;font-weight:600;margin:.3em 0}.action{margin:.3em 0}
+.finding{border-left:4px solid #ccc;padding:.2em .8em;margin:.8em 0}
+.finding.bug{border-color:#c0392b}.finding.gap{border-color:#d9822b}.finding.info{border-color:#2b6cd9}
+code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;word-break:break-all}
+.muted{color:#666;font-size:.85em}.front{color:#c0392b;font-weight:700}
+img.plot{max-width:100%;border:1px solid #eee;margin:.3em .5em .3em 0}
+.thumbs figure{display:inline-block;margin:.3em;font-size:.75em;max-width:170px}
+nav a{margin-right:1em}.wide{overflow-x:auto}
+</style>
+</head>
+<body>
+<h1>Sim-to-real gap: <span class="mono">{{ sim }}</span> vs <span class="mono">{{ real }}</span></h1>
+<p class="muted">perception-gap {{ version }}{% if run_id is not none %} &middot; run {{ run_id }}{% endif %}</p>
+<nav class="muted"><a href="#findings">Findings</a><a href="#encoders">Encoders</a><a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a></nav>
+
+<section id="verdict">
+{% if verdict %}
+<div class="verdict {{ verdict.sev_class }}">
+<span class="badge sev-{{ verdict.sev_class }}">{{ verdict.severity }}</span> <code>{{ verdict.code }}</code>
+<div class="title" id="verdict-title">{{ verdict.title }}</div>
+<div class="action"><strong>Action:</strong> {{ verdict.action }}</div>
+</div>
+{% else %}
+<div class="verdict none"><span class="badge sev-none">ok</span>
+<div class="title" id="verdict-title">No finding: nothing in this run crossed a threshold.</div></div>
+{% endif %}
+</section>
+
+<section id="findings">
+<h2>Findings ({{ n_findings }})</h2>
+{% if not findings %}<p>No finding.</p>{% endif %}
+{% for f in findings %}
+<div class="finding {{ f.sev_class }}">
+<h3>{{ loop.index }}. <span class="badge sev-{{ f.sev_class }}">{{ f.severity }}</span> <code>{{ f.code }}</code> {{ f.title }}</h3>
+<div class="action"><strong>Action:</strong> {{ f.action }}</div>
+{% if f.evidence %}<table class="evidence"><tr><th>evidence</th><th>value</th></tr>
+{% for k, v in f.evidence %}<tr><td class="mono">{{ k }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
+{% if f.evidence_more %}<tr><td colspan="2" class="muted">&hellip; {{ f.evidence_more }} more</td></tr>{% endif %}
+</table>{% endif %}
+</div>
+{% endfor %}
+{% if findings_more %}<p class="muted">&hellip; {{ findings_more }} more findings not shown.</p>{% endif %}
+</section>
+
+<section id="encoders">
+<h2>Encoder ranking</h2>
+{% if encoders %}
+<div class="wide"><table id="ranking">
+<tr><th>rank</th><th>front</th><th>encoder</th><th>family</th><th>dim</th><th>centroid dist. (norm) [CI]</th><th>noise floor</th><th>gap above floor</th><th>domain AUC</th><th>MMD (p)</th><th>paired cosine mean / shuffled</th><th>probe R² sim&rarr;sim</th><th>real&rarr;real</th><th>sim&rarr;real</th></tr>
+{% for e in encoders %}
+<tr class="enc-row"><td class="n">{{ e.rank }}</td><td>{% if e.front %}<span class="front" title="Pareto front">&#9733;</span>{% endif %}</td>
+<td class="mono">{{ e.name }}</td><td>{{ e.family }}</td><td class="n">{{ e.dim }}</td>
+<td class="n">{{ e.cd }} {{ e.cd_ci }}</td><td class="n">{{ e.floor }}{% if e.floor_method %} <span class="muted">({{ e.floor_method }})</span>{% endif %}</td>
+<td class="n">{{ e.gap }}</td><td class="n">{{ e.auc }}</td><td class="n">{{ e.mmd }} ({{ e.mmd_p }})</td>
+<td class="n">{{ e.pc }} / {{ e.pc_shuffled }}{% if e.clip_band %} <span class="badge sev-info">{{ e.clip_band }}</span>{% endif %}</td>
+<td class="n">{{ e.p_ss }}</td><td class="n">{{ e.p_rr }}</td><td class="n">{{ e.p_sr }}</td></tr>
+{% endfor %}
+</table></div>
+{% if encoders_more %}<p class="muted">&hellip; {{ encoders_more }} more encoders not shown.</p>{% endif %}
+{% for e in encoders if e.insufficient %}<p class="muted"><span class="mono">{{ e.name }}</span> not computed: {% for k, v in e.insufficient %}{{ k }} ({{ v }}){% if not loop.last %}; {% endif %}{% endfor %}</p>{% endfor %}
+{% if plot_encoders %}<img class="plot" alt="encoder plot" src="{{ plot_encoders }}">{% endif %}
+{% else %}<p>No encoder results.</p>{% endif %}
+</section>
+
+<section id="stats">
+<h2>Per-set raw statistics</h2>
+{% if stats_rows %}
+<table id="stats-table"><tr><th>statistic</th>{% for s in stats_sets %}<th class="mono">{{ s.name }} <span class="muted">({{ s.domain }})</span></th>{% endfor %}</tr>
+{% for label, cells in stats_rows %}<tr><td>{{ label }}</td>{% for c in cells %}<td class="n">{{ c }}</td>{% endfor %}</tr>{% endfor %}
+</table>
+{% for p in stats_plots %}<img class="plot" alt="statistics plot" src="{{ p }}">{% endfor %}
+{% else %}<p>No per-set statistics in these results.</p>{% endif %}
+</section>
+
+{% if detection %}
+<section id="detection">
+<h2>Detection</h2>
+<h3>COCO summary per set and source</h3>
+<table id="coco"><tr><th>set</th><th>source</th>{% for k in coco_names %}<th>{{ k }}</th>{% endfor %}<th>images</th><th>GT</th><th>dets</th></tr>
+{% for r in detection.summary %}<tr><td class="mono">{{ r.set }}</td><td class="mono">{{ r.source }}</td>{% for v in r.cells %}<td class="n">{{ v }}</td>{% endfor %}<td class="n">{{ r.n_images }}</td><td class="n">{{ r.n_gt }}</td><td class="n">{{ r.n_dets }}</td></tr>{% endfor %}
+</table>
+{% if detection.per_class %}<h3>Per-class AP</h3>
+<table id="per-class"><tr><th>category</th>{% for c in detection.per_class_cols %}<th class="mono">{{ c }}</th>{% endfor %}</tr>
+{% for cat, vals in detection.per_class %}<tr><td class="mono">{{ cat }}</td>{% for v in vals %}<td class="n">{{ v }}</td>{% endfor %}</tr>{% endfor %}
+</table>{% if detection.per_class_more %}<p class="muted">&hellip; {{ detection.per_class_more }} more categories.</p>{% endif %}{% endif %}
+{% if detection.differences %}<h3>AP difference sim &minus; real (paired bootstrap)</h3>
+<table id="ap-diff"><tr><th>source</th><th>AP sim</th><th>AP real</th><th>difference [CI]</th><th>pairs</th><th>method</th></tr>
+{% for d in detection.differences %}<tr><td class="mono">{{ d.source }}</td><td class="n">{{ d.ap_sim }}</td><td class="n">{{ d.ap_real }}</td><td class="n">{{ d.estimate }} {{ d.ci }}</td><td class="n">{{ d.n_pairs }}</td><td class="muted">{{ d.method }}</td></tr>{% endfor %}
+</table>{% endif %}
+{% if detection.flips %}<h3>Per-pair flips</h3>
+<table id="flips"><tr><th>source</th><th>pairs</th><th>objects</th><th>found both</th><th>sim only (lost on real)</th><th>real only</th><th>missed both</th><th>recall sim</th><th>recall real</th></tr>
+{% for f in detection.flips %}<tr><td class="mono">{{ f.source }}</td>{% for v in f.cells %}<td class="n">{{ v }}</td>{% endfor %}</tr>{% endfor %}
+</table>
+{% for f in detection.flips if f.examples %}<p class="muted">Examples ({{ f.source }}):</p><table><tr><th>kind</th><th>category</th><th>sim</th><th>real</th><th>box sim</th><th>box real</th></tr>
+{% for x in f.examples %}<tr><td>{{ x.kind }}</td><td class="mono">{{ x.category }}</td><td class="mono">{{ x.sim_key }}</td><td class="mono">{{ x.real_key }}</td><td class="mono">{{ x.bbox_sim }}</td><td class="mono">{{ x.bbox_real }}</td></tr>{% endfor %}
+</table>{% endfor %}{% endif %}
+{% if detection.latching %}<h3>False positives: latching and wrong class</h3>
+<table id="latching"><tr><th>set</th><th>source</th><th>detections</th><th>TP</th><th>FP</th><th>latching</th><th>wrong class</th><th>duplicate</th><th>localization</th><th>background</th></tr>
+{% for l in detection.latching %}<tr><td class="mono">{{ l.set }}</td><td class="mono">{{ l.source }}</td>{% for v in l.cells %}<td class="n">{{ v }}</td>{% endfor %}</tr>{% endfor %}
+</table>
+{% for l in detection.latching if l.examples %}<p class="muted">Examples ({{ l.set }} / {{ l.source }}):</p><table><tr><th>frame</th><th>kind</th><th>category</th><th>score</th><th>on GT</th><th>IoU</th></tr>
+{% for x in l.examples %}<tr><td class="mono">{{ x.key }}</td><td>{{ x.kind }}</td><td class="mono">{{ x.category }}</td><td class="n">{{ x.score }}</td><td class="mono">{{ x.gt_category }}</td><td class="n">{{ x.iou }}</td></tr>{% endfor %}
+</table>{% endfor %}{% endif %}
+</section>
+{% endif %}
+
+{% if worst %}
+<section id="worst-pairs"><h2>Worst pairs ({{ worst.encoder }}, farthest first)</h2><div class="thumbs">
+{% for w in worst.rows %}<div class="pair"><figure><img alt="sim" src="{{ w.sim }}"><figcaption class="mono">sim {{ w.key }}</figcaption></figure><figure><img alt="real" src="{{ w.real }}"><figcaption class="mono">real, cosine distance {{ w.distance }}</figcaption></figure><figure><img alt="difference" src="{{ w.diff }}"><figcaption class="mono">|sim - real|</figcaption></figure></div>{% endfor %}
+</div></section>
+{% endif %}
+{% if thumbs %}
+<section id="thumbnails"><h2>Frames</h2><div class="thumbs">
+{% for t in thumbs %}<figure><img alt="frame" src="{{ t.src }}"><figcaption class="mono">{{ t.caption }}</figcaption></figure>{% endfor %}
+</div></section>
+{% endif %}
+
+<section id="data">
+<h2>Data</h2>
+<table id="sets"><tr><th>set</th><th>domain</th><th>role</th><th>frames</th><th>usable</th><th>skipped</th><th>tags</th></tr>
+{% for s in sets %}<tr><td class="mono">{{ s.name }}</td><td>{{ s.domain }}</td><td>{{ s.role }}</td><td class="n">{{ s.n_frames }}</td><td class="n">{{ s.n_usable }}</td><td class="n">{{ s.n_skipped }}</td><td class="mono">{{ s.tags }}</td></tr>{% endfor %}
+</table>
+{% if pairs %}<p>Pairs: {{ pairs.n_pairs }}; unpaired sim {{ pairs.n_unpaired_sim }}, unpaired real {{ pairs.n_unpaired_real }}.</p>{% endif %}
+<h3>Skipped frames ({{ n_skipped_total }})</h3>
+{% if skipped %}<table id="skipped"><tr><th>set</th><th>path</th><th>status</th><th>reason</th></tr>
+{% for s in skipped %}<tr><td class="mono">{{ s.set }}</td><td class="mono">{{ s.path }}</td><td>{{ s.status }}</td><td>{{ s.reason }}</td></tr>{% endfor %}
+</table>{% if skipped_more %}<p class="muted">&hellip; and {{ skipped_more }} more skipped frames not listed.</p>{% endif %}
+{% else %}<p>None.</p>{% endif %}
+<h3>Encoders and their preprocessing</h3>
+<table id="preproc"><tr><th>encoder</th><th>fingerprint</th><th>sim / real embedded</th><th>skipped</th><th>preprocessing</th></tr>
+{% for e in encoders %}<tr><td class="mono">{{ e.name }}</td><td class="mono">{{ e.fingerprint }}</td><td class="n">{{ e.n_sim }} / {{ e.n_real }}</td><td class="n">{{ e.n_skipped }}</td><td class="mono">{{ e.preprocessing }}</td></tr>{% endfor %}
+</table>
+<h3>Configuration</h3>
+<table id="config">{% for k, v in config %}<tr><td class="mono">{{ k }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
+<tr><td class="mono">version</td><td class="mono">{{ version }}</td></tr></table>
+</section>
+</body>
+</html>
+"""
