@@ -304,6 +304,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- demo ----------------------------------------------------------------------------------------
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from perception_gap.demo import INJECTIONS, build_demo
+
+    if args.inject is not None and args.inject not in INJECTIONS:
+        return _fail(f"demo: expected --inject in {', '.join(INJECTIONS)}, got {args.inject!r}.")
+    out_dir = Path(args.out)
+    db = args.db if args.db != DEFAULT_DB else str(out_dir / DEFAULT_DB)
+    if Path(db).exists():
+        Path(db).unlink()  # the demo rebuilds its data: start from a fresh catalog
+    _say(args, f"building the demo data set in {out_dir / 'data'} (MuJoCo){' with ' + args.inject if args.inject else ''} ...")
+    files = build_demo(out_dir / "data", inject=args.inject)
+    common = ["--db", db, "--quiet"]
+    steps = [["index", "--manifest", str(files.manifest)],
+             ["index", "--masks", str(files.sim_masks), "--set", files.sim_set, "--mask-categories", str(files.mask_categories)],
+             ["index", "--coco", str(files.sim_coco), "--set", files.sim_set, "--source", "colour-detector"],
+             ["index", "--coco", str(files.real_coco), "--set", files.real_set, "--source", "colour-detector"]]
+    if files.real_gt_coco is not None:
+        steps.append(["index", "--coco", str(files.real_gt_coco), "--set", files.real_set, "--source", "gt"])
+    for step in steps:
+        code = main(step + common)
+        if code != 0:
+            return code
+    run = ["run", "--sim", files.sim_set, "--real", files.real_set, "--out", str(out_dir), "--db", db]
+    if args.encoders:
+        run += ["--encoders", ",".join(args.encoders)]
+    return main(run + (["--quiet"] if args.quiet else []))
+
+
 # -- parser ------------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -368,6 +398,15 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the models run")
     rn.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
     rn.set_defaults(func=cmd_run)
+
+    dm = sub.add_parser("demo", parents=[common], help="build the built-in paired MuJoCo demo set, then run it",
+                        description="Render a small paired tabletop data set with MuJoCo (sim: RGB, depth, "
+                                    "segmentation; real: the same states through a camera model), run a colour "
+                                    "detector on both, then run the whole analysis into DIR/report.html.")
+    dm.add_argument("--out", required=True, help="output folder (data, catalog, results.json, report.html)")
+    dm.add_argument("--inject", help="add one plumbing fault to the demo (a finding code, e.g. channel_swap)")
+    dm.add_argument("--encoders", action="append", help="encoders for the run (default: every available one)")
+    dm.set_defaults(func=cmd_demo)
     return p
 
 

@@ -357,6 +357,8 @@ class Catalog:
                        "dup_parity", "blockiness", "nonfinite_frac", "dropout")})
         types.update({c: pa.int32() for c in ("width", "height", "channels", "stride")})
         types.update({c: pa.string() for c in ("content_hash", "error", "dtype", "mode", "inferred_unit")})
+        if name == "depth_stats":
+            types["mean"] = pa.float64()  # one number per depth map; per channel for images
         batch = _arrow_table(rows, cols, types)  # noqa: F841 (DuckDB reads it by name)
         col_list = ", ".join(cols)
         self.con.execute("BEGIN")

@@ -66,6 +66,12 @@ def test_index_folder_conventions(tmp_path):
     assert got["obs_hwc"][3:] == ("HWC", "float32", 3)
     assert got["obs_chw"][3:] == ("CHW", "uint8", 3)
     assert rows(db, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    # depth statistics go through the catalog too (one mean per depth map)
+    with Catalog(db) as cat:
+        compute_stats(cat, ["sim"], workers=1)
+        recs = {f.pair_key: f for f in load_set_records(cat, "sim").frames}
+    assert recs["frame_000"].depth.mean == pytest.approx(1500) and recs["frame_000"].depth.inferred_unit == "mm"
+    assert recs["frame_001"].depth.mean == pytest.approx(1.5) and recs["frame_001"].depth.dropout == 0
 
 
 def test_incremental_reindex_hashes_only_what_changed(tmp_path):
