@@ -56,6 +56,27 @@ def _groups(meta: list[dict[str, Any]], other: list[dict[str, Any]]) -> list[Any
             for m in meta]
 
 
+PCA_POINTS = 300  # points per side in the report's 2-D PCA scatter
+
+
+def _pca_2d(emb_s: np.ndarray, emb_r: np.ndarray, random_state: int) -> dict[str, list[list[float]]] | None:
+    """A subsample of both sides projected on the first two principal components of the pooled,
+    standardized embeddings (for the report's scatter; no statistic is read from it)."""
+    from sklearn.decomposition import PCA
+
+    if len(emb_s) + len(emb_r) < 3 or emb_s.shape[1] < 2:
+        return None
+    rng = np.random.default_rng(random_state)
+    i_s = rng.permutation(len(emb_s))[:PCA_POINTS]
+    i_r = rng.permutation(len(emb_r))[:PCA_POINTS]
+    x = np.vstack([emb_s[i_s], emb_r[i_r]]).astype(np.float64)
+    x -= x.mean(0)
+    sd = x.std(0)
+    x /= np.where(sd > 0, sd, 1.0)
+    xy = PCA(n_components=2, random_state=random_state).fit_transform(x)
+    return {"sim": np.round(xy[: len(i_s)], 4).tolist(), "real": np.round(xy[len(i_s):], 4).tolist()}
+
+
 def _try(insufficient: dict[str, str], metric: str, fn: Callable[[], Any]) -> Any:
     """Run one metric; too little data becomes a recorded reason, not a crash or a NaN."""
     try:
@@ -107,12 +128,15 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
             if encoder.family == "clip":
                 entry["paired_cosine"]["clip_band"] = clip_band(pc.mean)
             dist = compare.pair_cosine_distances(emb_s, emb_r, pairs)
+            counts, edges = np.histogram(dist, bins=20, range=(0.0, max(float(dist.max()), 1e-6)))
+            entry["paired_cosine"]["histogram"] = {"edges": [float(x) for x in edges], "counts": [int(c) for c in counts]}
             order = np.argsort(-dist, kind="stable")[:WORST_PAIRS]
             entry["worst_pairs"] = [{"pair_key": meta_s[pairs[i, 0]]["pair_key"], "sim_path": meta_s[pairs[i, 0]]["rgb_path"],
                                      "real_path": meta_r[pairs[i, 1]]["rgb_path"], "cosine_distance": float(dist[i])}
                                     for i in order]
     else:
         insufficient["paired cosine"] = "no sim and real frames share a pair key"
+    entry["pca_2d"] = _pca_2d(emb_s, emb_r, random_state)
     auc = _try(insufficient, "domain AUC", lambda: compare.domain_auc(
         emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state))
     entry["domain_auc"] = auc.value if auc is not None else None

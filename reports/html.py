@@ -245,6 +245,11 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         has_probe = any(_d(e.get("probe")).get("sim_to_real") is not None for e in raw_enc)
         plot_enc = plots.gap_vs_probe(raw_enc) if has_probe else None
         plot_enc = plot_enc or plots.gap_bars(raw_enc)
+    extra_plots = []
+    if lim["plots"] and raw_enc:
+        encs = [_d(e) for e in raw_enc]
+        extra_plots = [p for p in (plots.pca_scatter(encs, (str(sim), str(real))), plots.cosine_histograms(encs))
+                       if p is not None]
     det = results.get("detection")
     return {
         "sim": sim, "real": real, "version": results.get("version"), "run_id": results.get("run_id"),
@@ -252,6 +257,7 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         "findings": [_finding(f, lim) for f in findings[: lim["findings"]]], "n_findings": len(findings),
         "findings_more": max(0, len(findings) - lim["findings"]),
         "encoders": encoders, "encoders_more": max(0, len(raw_enc) - lim["encoders"]), "plot_encoders": plot_enc,
+        "extra_plots": extra_plots,
         "stats_sets": [{"name": n, "domain": _d(stats[n]).get("domain")} for n in stat_names],
         "stats_rows": _stat_rows(stats, stat_names) if stat_names else [],
         "stats_plots": _stats_plots(stats, stat_names) if stat_names and lim["plots"] else [],

@@ -164,3 +164,49 @@ def pair_strip(sim_path: str, real_path: str, max_side: int = 160) -> tuple[Mark
     except Exception:  # an unreadable frame must never break the report
         return None
     return out[0], out[1], out[2]
+
+
+def pca_scatter(encoders: Sequence[dict[str, Any]], names: tuple[str, str]) -> Markup | None:
+    """2-D PCA scatter of sim vs real per encoder, from the points listed in results."""
+    encs = [e for e in encoders if isinstance(e.get("pca_2d"), dict)][:6]
+    if not encs:
+        return None
+    fig = _figure(3.2 * len(encs), 3.0)
+    for k, e in enumerate(encs):
+        ax = fig.add_subplot(1, len(encs), k + 1)
+        for side, colour, label in (("sim", "#e08a2e", names[0]), ("real", "#3b6fd8", names[1])):
+            pts = [p for p in e["pca_2d"].get(side) or [] if isinstance(p, (list, tuple)) and len(p) == 2]
+            if pts:
+                xs, ys = zip(*pts)
+                ax.scatter(xs, ys, s=6, alpha=0.6, c=colour, label=_label(label, 20))
+        ax.set_title(_label(e.get("name"), 28), fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if k == 0:
+            ax.legend(fontsize=7)
+    fig.suptitle("2-D PCA of the embeddings (subsampled), sim vs real", fontsize=10)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def cosine_histograms(encoders: Sequence[dict[str, Any]]) -> Markup | None:
+    """Histogram of paired cosine distances per encoder (CLIP thresholds on CLIP-family ones)."""
+    encs = [e for e in encoders if isinstance((e.get("paired_cosine") or {}).get("histogram"), dict)][:6]
+    if not encs:
+        return None
+    fig = _figure(3.2 * len(encs), 2.8)
+    for k, e in enumerate(encs):
+        h = e["paired_cosine"]["histogram"]
+        edges, counts = h.get("edges") or [], h.get("counts") or []
+        if len(edges) != len(counts) + 1:
+            continue
+        ax = fig.add_subplot(1, len(encs), k + 1)
+        ax.bar(edges[:-1], counts, width=[b - a for a, b in zip(edges[:-1], edges[1:])], align="edge", color="#3b6fd8")
+        if e.get("family") == "clip":
+            for t, c in ((0.20, "#2a9d46"), (0.25, "#e08a2e"), (0.30, "#c0392b")):
+                ax.axvline(t, color=c, lw=1, ls="--")
+        ax.set_title(_label(e.get("name"), 28), fontsize=9)
+        ax.set_xlabel("1 - cos (matched pairs)", fontsize=8)
+    fig.suptitle("Paired cosine distance per encoder (CLIP thresholds 0.20 / 0.25 / 0.30 on CLIP encoders)", fontsize=10)
+    fig.tight_layout()
+    return _png(fig)

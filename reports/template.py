@@ -79,6 +79,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% if encoders_more %}<p class="muted">&hellip; {{ encoders_more }} more encoders not shown.</p>{% endif %}
 {% for e in encoders if e.insufficient %}<p class="muted"><span class="mono">{{ e.name }}</span> not computed: {% for k, v in e.insufficient %}{{ k }} ({{ v }}){% if not loop.last %}; {% endif %}{% endfor %}</p>{% endfor %}
 {% if plot_encoders %}<img class="plot" alt="encoder plot" src="{{ plot_encoders }}">{% endif %}
+{% for p in extra_plots %}<img class="plot" alt="encoder plot" src="{{ p }}">{% endfor %}
 {% else %}<p>No encoder results.</p>{% endif %}
 </section>
 

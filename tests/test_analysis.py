@@ -124,6 +124,9 @@ def test_run_clean_pair_contract_and_storage(tmp_path):
     assert set(e["paired_cosine"]) >= {"mean", "median", "p90", "shuffled_mean"}
     assert set(e["probe"]) >= {"sim_to_sim", "real_to_real", "sim_to_real"}
     assert e["rank"] == 1 and e["noise_floor_method"] == "episodes"
+    hist = e["paired_cosine"]["histogram"]
+    assert sum(hist["counts"]) == e["paired_cosine"]["n_pairs"] and len(hist["edges"]) == len(hist["counts"]) + 1
+    assert len(e["pca_2d"]["sim"]) == 48 and len(e["pca_2d"]["real"][0]) == 2
     worst = [w["cosine_distance"] for w in e["worst_pairs"]]
     assert len(worst) == 12 and worst == sorted(worst, reverse=True)
     assert worst[0] >= e["paired_cosine"]["p90"] and Path(e["worst_pairs"][0]["sim_path"]).exists()
@@ -177,6 +180,7 @@ def test_cli_run_writes_results(tmp_path, capsys):
     assert res == json.loads((tmp_path / "copy.json").read_text())
     html = (out / "report.html").read_text()
     assert "Worst pairs" in html and "sim_set" in html and "http://" not in html
+    assert html.count('alt="encoder plot"') == 3  # gap vs probe, PCA scatter, paired-cosine histogram
     assert res["encoders"][0]["name"] == "pixel"
     code = cli.main(["run", "--sim", "sim_set", "--real", "nope", "--out", str(out), "--db", str(db)])
     assert code == 2
