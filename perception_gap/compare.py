@@ -36,7 +36,7 @@ import logging
 import math
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -47,6 +47,7 @@ from sklearn.model_selection import StratifiedGroupKFold
 from sklearn.preprocessing import StandardScaler
 
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.results import Result
 
 log = logging.getLogger(__name__)
 
@@ -87,33 +88,10 @@ _MIN_FRAMES = {"centroid distance": 2, "noise floor": 4, "domain AUC": 4, "MMD":
 
 # -- results -----------------------------------------------------------------------------------------
 
-def _json_safe(v: Any) -> Any:
-    if is_dataclass(v) and not isinstance(v, type):
-        return v.to_dict()  # type: ignore[attr-defined]
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        return f if math.isfinite(f) else None
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [_json_safe(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _json_safe(x) for k, x in v.items()}
-    return v
-
-
-class _Result:
-    """Shared `to_dict` of the frozen result dataclasses."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field as JSON-safe plain Python values (None instead of NaN/inf)."""
-        return {f.name: _json_safe(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
-class CI(_Result):
+class CI(Result):
     """A cluster-bootstrap confidence interval, in the units of its statistic.
 
     Centred percentile interval: the bootstrap distribution is shifted so that its median
@@ -154,7 +132,7 @@ class CI(_Result):
 
 
 @dataclass(frozen=True)
-class CentroidDistance(_Result):
+class CentroidDistance(Result):
     """Normalized PCA centroid distance between sim and real (Yardi et al. 2025).
 
     Attributes:
@@ -184,7 +162,7 @@ class CentroidDistance(_Result):
 
 
 @dataclass(frozen=True)
-class NoiseFloor(_Result):
+class NoiseFloor(Result):
     """The centroid distance between two halves of the real set that cover the same scenes.
 
     A sim-vs-real distance at or below this is indistinguishable from real-vs-real sampling
@@ -213,7 +191,7 @@ class NoiseFloor(_Result):
 
 
 @dataclass(frozen=True)
-class PairedCosine(_Result):
+class PairedCosine(Result):
     """Cosine distance 1 - cos(e_sim, e_real) over matched pairs.
 
     Attributes:
@@ -237,7 +215,7 @@ class PairedCosine(_Result):
 
 
 @dataclass(frozen=True)
-class DomainAUC(_Result):
+class DomainAUC(Result):
     """Out-of-fold ROC AUC of a linear sim-vs-real classifier (0.5: indistinguishable).
 
     Attributes:
@@ -263,7 +241,7 @@ class DomainAUC(_Result):
 
 
 @dataclass(frozen=True)
-class MMD(_Result):
+class MMD(Result):
     """Unbiased squared maximum mean discrepancy with an RBF kernel, and a permutation p-value.
 
     Attributes:

@@ -23,12 +23,13 @@ import io
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.results import Result
 
 log = logging.getLogger(__name__)
 
@@ -45,33 +46,10 @@ LATCH_IOU = 0.1
 
 # -- results -----------------------------------------------------------------------------------------
 
-def _json_safe(v: Any) -> Any:
-    if is_dataclass(v) and not isinstance(v, type):
-        return v.to_dict()  # type: ignore[attr-defined]
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        return f if math.isfinite(f) else None
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [_json_safe(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _json_safe(x) for k, x in v.items()}
-    return v
-
-
-class _Result:
-    """Shared `to_dict` of the frozen result dataclasses."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field as JSON-safe plain Python values (None instead of NaN/inf)."""
-        return {f.name: _json_safe(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
-class Box(_Result):
+class Box(Result):
     """One box, ground truth or detection.
 
     Attributes:
@@ -95,7 +73,7 @@ class Box(_Result):
 
 
 @dataclass(frozen=True)
-class ParsedCoco(_Result):
+class ParsedCoco(Result):
     """A validated COCO object, keyed by image file name and category name.
 
     Attributes:
@@ -125,7 +103,7 @@ class ParsedCoco(_Result):
 
 
 @dataclass(frozen=True)
-class DetectionSummary(_Result):
+class DetectionSummary(Result):
     """The 12 COCO bbox summary numbers (pycocotools COCOeval) plus per-class AP.
 
     Every number is in [0, 1]; None where COCO reports -1 (no ground truth in that bucket).
@@ -170,7 +148,7 @@ class DetectionSummary(_Result):
 
 
 @dataclass(frozen=True)
-class FlipExample(_Result):
+class FlipExample(Result):
     """One flipped object: found on one side of a pair, missed on the other."""
 
     sim_key: str
@@ -182,7 +160,7 @@ class FlipExample(_Result):
 
 
 @dataclass(frozen=True)
-class FlipReport(_Result):
+class FlipReport(Result):
     """Per-object detection outcome across sim/real frame pairs.
 
     Attributes:
@@ -219,7 +197,7 @@ class FlipReport(_Result):
 
 
 @dataclass(frozen=True)
-class LatchExample(_Result):
+class LatchExample(Result):
     """One false positive and the ground-truth object it sits on."""
 
     key: str
@@ -233,7 +211,7 @@ class LatchExample(_Result):
 
 
 @dataclass(frozen=True)
-class LatchReport(_Result):
+class LatchReport(Result):
     """False positives (above the score threshold) broken down by what they overlap.
 
     Detections are matched to ground truth COCO-style (per image and category, by descending
@@ -277,7 +255,7 @@ class LatchReport(_Result):
 
 
 @dataclass(frozen=True)
-class APDifferenceCI(_Result):
+class APDifferenceCI(Result):
     """AP@[.5:.95](sim) - AP@[.5:.95](real) over frame pairs, with a paired bootstrap CI.
 
     Attributes:

@@ -135,7 +135,6 @@ def scan_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
             raise InputError(f"Expected `--pair-regex` to be a valid regular expression, got {pair_regex!r} ({e}).") from None
     rgb: list[tuple[Path, Path]] = []
     depth_by_key: dict[str, Path] = {}
-    ignored_suffixes: dict[str, int] = {}
     for path in _walk(root):
         rel = path.relative_to(root)
         ext = path.suffix.lower()

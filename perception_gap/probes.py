@@ -45,8 +45,9 @@ from sklearn.metrics import r2_score
 from sklearn.model_selection import GroupKFold
 
 from perception_gap.compare import (CHUNK_ROWS, MAX_N_COMPONENTS, _check_embeddings, _check_int, _cluster_keys,
-                                    _factorize, _fit_projection, _json_safe, _Result, _rng, _Rows, _seed)
+                                    _factorize, _fit_projection, _rng, _Rows, _seed)
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.results import Result, json_safe
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ _CONST_TOL = 1e-12
 
 
 @dataclass(frozen=True)
-class ProbeScore(_Result):
+class ProbeScore(Result):
     """R^2 of one train/test arrangement.
 
     Attributes:
@@ -85,7 +86,7 @@ class ProbeScore(_Result):
 
 
 @dataclass(frozen=True)
-class ProbeResult(_Result):
+class ProbeResult(Result):
     """Linear-probe R^2 within sim, within real, and from sim to real.
 
     Attributes:
@@ -115,10 +116,10 @@ class ProbeResult(_Result):
     def to_dict(self) -> dict[str, Any]:
         """Contract shape: `sim_to_sim`, `real_to_real`, `sim_to_real` as plain R^2, details under `detail`."""
         return {
-            "sim_to_sim": _json_safe(self.sim_to_sim.r2),
-            "real_to_real": _json_safe(self.real_to_real.r2),
-            "sim_to_real": _json_safe(self.sim_to_real.r2),
-            "transfer_drop": _json_safe(self.transfer_drop),
+            "sim_to_sim": json_safe(self.sim_to_sim.r2),
+            "real_to_real": json_safe(self.real_to_real.r2),
+            "sim_to_real": json_safe(self.sim_to_real.r2),
+            "transfer_drop": json_safe(self.transfer_drop),
             "n_targets": self.n_targets,
             "n_components": self.n_components,
             "detail": {k: getattr(self, k).to_dict() for k in ("sim_to_sim", "real_to_real", "sim_to_real")},
