@@ -71,13 +71,13 @@ CREATE TABLE IF NOT EXISTS frame_stats (
     mean DOUBLE[], std DOUBLE[], min DOUBLE[], max DOUBLE[],
     lum_percentiles DOUBLE[], lum_mean DOUBLE, lin_mean DOUBLE[],
     sharpness DOUBLE, hf_ratio DOUBLE, grad_ratio DOUBLE, dup_frac DOUBLE, dup_parity DOUBLE,
-    blockiness DOUBLE, nonfinite_frac DOUBLE
+    blockiness DOUBLE, nonfinite_frac DOUBLE, hist DOUBLE[]
 );
 CREATE TABLE IF NOT EXISTS depth_stats (
     content_hash VARCHAR PRIMARY KEY,
     error VARCHAR,
     width INTEGER, height INTEGER, dtype VARCHAR, stride INTEGER,
-    percentiles DOUBLE[], mean DOUBLE, dropout DOUBLE, inferred_unit VARCHAR
+    percentiles DOUBLE[], mean DOUBLE, dropout DOUBLE, inferred_unit VARCHAR, log_hist DOUBLE[]
 );
 CREATE TABLE IF NOT EXISTS annotations (
     set_name VARCHAR NOT NULL,
@@ -223,11 +223,28 @@ class Catalog:
             self._check_version()
             if not {"embedding_skips", "annotated_frames"} <= tables:
                 self.con.execute(_SCHEMA)  # additive tables of the same schema version (all IF NOT EXISTS)
+            self._add_histogram_columns()
             return
         self.con.execute("BEGIN")
         self.con.execute(_SCHEMA)
         self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
         self.con.execute("COMMIT")
+
+    def _add_histogram_columns(self) -> None:
+        """Catalogs written before histograms were cached lack two columns: add them and drop the
+        statistics cache (pure function of content, recomputed on the next `stats` or `run`)."""
+        cols = {(t, c) for t, c in self.con.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_name IN ('frame_stats', 'depth_stats')").fetchall()}
+        if ("frame_stats", "hist") in cols and ("depth_stats", "log_hist") in cols:
+            return
+        self.con.execute("BEGIN")
+        self.con.execute("ALTER TABLE frame_stats ADD COLUMN IF NOT EXISTS hist DOUBLE[]")
+        self.con.execute("ALTER TABLE depth_stats ADD COLUMN IF NOT EXISTS log_hist DOUBLE[]")
+        self.con.execute("DELETE FROM frame_stats")
+        self.con.execute("DELETE FROM depth_stats")
+        self.con.execute("COMMIT")
+        log.info("catalog: added histogram columns; cached statistics will be recomputed")
 
     # -- frame sets --------------------------------------------------------------------------
     def ensure_set(self, name: str, domain: str, *, source: str | None = None,
@@ -351,7 +368,7 @@ class Catalog:
         if not rows:
             return
         types = {c: pa.list_(pa.float64()) for c in
-                 ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles")}
+                 ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles", "hist", "log_hist")}
         types.update({c: pa.float64() for c in
                       ("nominal_max", "lum_mean", "sharpness", "hf_ratio", "grad_ratio", "dup_frac",
                        "dup_parity", "blockiness", "nonfinite_frac", "dropout")})

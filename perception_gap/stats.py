@@ -29,6 +29,14 @@ LUM_PERCENTILES = (1, 5, 50, 95, 99)
 DEPTH_PERCENTILES = (1, 5, 50, 95, 99)
 SAMPLE_PIXELS = 8192
 HF_CROP = 128
+# Channel histograms: HIST_BINS equal bins over [0, full scale] of integer-coded frames.
+HIST_BINS = 32
+# Depth histograms: DEPTH_HIST_BINS_PER_DECADE log10 bins from 10**DEPTH_HIST_LOG10[0] to
+# 10**DEPTH_HIST_LOG10[1] in the map's own units (a mm map sits 30 bins right of a metre map);
+# valid values outside the range land in the end bins.
+DEPTH_HIST_LOG10 = (-3, 5)
+DEPTH_HIST_BINS_PER_DECADE = 10
+DEPTH_HIST_BINS = (DEPTH_HIST_LOG10[1] - DEPTH_HIST_LOG10[0]) * DEPTH_HIST_BINS_PER_DECADE
 
 # ITU-R BT.601 luma weights, as Pillow's convert("L") uses them (fixed point, rounded).
 _LUMA = np.array([0.299, 0.587, 0.114])
@@ -72,6 +80,9 @@ class ImageStats:
         blockiness: mean |dx| across 8-pixel block boundaries / mean |dx| elsewhere (~1 for
             unblocked images, >1 for JPEG block artefacts). None on a constant crop.
         nonfinite_frac: fraction of sampled values that are NaN or infinite (float arrays).
+        hist: per-channel histogram of the sampled values, `HIST_BINS` equal bins over
+            [0, nominal_max], as fractions of the samples, flattened channel-major (C * HIST_BINS);
+            None for float arrays (no fixed scale to bin on).
     """
 
     width: int
@@ -95,6 +106,7 @@ class ImageStats:
     dup_parity: float
     blockiness: float | None
     nonfinite_frac: float = 0.0
+    hist: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,6 +124,8 @@ class DepthStats:
         mean: mean over valid pixels, own units; None if none valid.
         dropout: fraction of pixels that are 0, negative, NaN or infinite.
         inferred_unit: `m`, `mm` or `unknown`, from dtype and magnitude (see `infer_depth_unit`).
+        log_hist: histogram of log10(valid depth) in own units, `DEPTH_HIST_BINS` bins over
+            `DEPTH_HIST_LOG10`, as fractions of the valid samples; None if none valid.
     """
 
     width: int
@@ -122,6 +136,7 @@ class DepthStats:
     mean: float | None
     dropout: float
     inferred_unit: str
+    log_hist: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -225,6 +240,23 @@ def _floats(a: np.ndarray) -> tuple[float, ...]:
     return tuple(float(x) for x in a)
 
 
+def _coarse_hist_u8(hist: np.ndarray) -> tuple[float, ...]:
+    """(C, 256) 8-bit counts -> flattened (C * HIST_BINS) fractions of each channel's samples."""
+    c = hist.shape[0]
+    coarse = hist.reshape(c, HIST_BINS, 256 // HIST_BINS).sum(axis=2)
+    return _floats((coarse / coarse.sum(axis=1, keepdims=True)).ravel())
+
+
+def _int_hist(flat: np.ndarray, nominal: float) -> tuple[float, ...]:
+    """(N, C) unsigned integer samples -> flattened (C * HIST_BINS) fractions, bins over [0, nominal]."""
+    n, c = flat.shape
+    shift = int(round(math.log2(nominal + 1))) - int(round(math.log2(HIST_BINS)))
+    out = np.empty((c, HIST_BINS))
+    for ch in range(c):
+        out[ch] = np.bincount(flat[:, ch] >> shift, minlength=HIST_BINS)[:HIST_BINS] / max(n, 1)
+    return _floats(out.ravel())
+
+
 def image_stats_pil(img: Image.Image) -> ImageStats:
     """Statistics of an 8-bit Pillow image (mode `L` or `RGB`; convert other modes first).
 
@@ -258,7 +290,7 @@ def image_stats_pil(img: Image.Image) -> ImageStats:
         stride=s, mean=_floats(mean), std=_floats(std), min=_floats(lo), max=_floats(hi),
         lum_percentiles=_percentiles_from_hist(lum_hist, LUM_PERCENTILES),
         lum_mean=float(lum_hist @ _V) / float(lum_hist.sum()),
-        lin_mean=_floats(lin),
+        lin_mean=_floats(lin), hist=_coarse_hist_u8(hists[:c]),
         **hf,
     )
 
@@ -344,11 +376,12 @@ def image_stats_array(a: np.ndarray, *, mode: str = "array") -> ImageStats:
     else:
         lum_c = np.nan_to_num(_luma_float(crop).astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
     hf = _hf_features(lum_c, nominal if nominal is not None else 1.0)
+    hist = _int_hist(flat, nominal) if nominal is not None else None
     return ImageStats(
         width=w, height=h, channels=c, dtype=a.dtype.name, mode=mode, nominal_max=nominal,
         stride=s, mean=tuple(means), std=tuple(stds), min=tuple(mins), max=tuple(maxs),
         lum_percentiles=lum_p, lum_mean=lum_mean, lin_mean=lin_mean,
-        nonfinite_frac=nonfinite / max(flat.size, 1), **hf,
+        nonfinite_frac=nonfinite / max(flat.size, 1), hist=hist, **hf,
     )
 
 
@@ -415,13 +448,18 @@ def depth_stats(d: np.ndarray) -> DepthStats:
         valid = g > 0
     v = g[valid].astype(np.float64)
     dropout = 1.0 - v.size / g.size
+    log_hist = None
     if v.size:
         pct = tuple(float(x) for x in np.percentile(v, DEPTH_PERCENTILES))
         mean = float(v.mean())
         median = pct[DEPTH_PERCENTILES.index(50)]
+        lo = DEPTH_HIST_LOG10[0]
+        idx = np.floor((np.log10(v) - lo) * DEPTH_HIST_BINS_PER_DECADE).astype(np.int64)
+        counts = np.bincount(np.clip(idx, 0, DEPTH_HIST_BINS - 1), minlength=DEPTH_HIST_BINS)
+        log_hist = _floats(counts / v.size)
     else:
         pct, mean, median = None, None, None
     return DepthStats(
         width=w, height=h, dtype=d.dtype.name, stride=s, percentiles=pct, mean=mean,
-        dropout=dropout, inferred_unit=infer_depth_unit(d.dtype, median),
+        dropout=dropout, inferred_unit=infer_depth_unit(d.dtype, median), log_hist=log_hist,
     )

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .records import SetRecords
-from .stats import DEPTH_PERCENTILES, LUM_PERCENTILES
+from .stats import DEPTH_HIST_LOG10, DEPTH_PERCENTILES, HIST_BINS, LUM_PERCENTILES
 
 
 def _f(x: float | None, nd: int = 6) -> float | None:
@@ -39,6 +39,28 @@ def _vector_ranges(vectors: list[tuple[float, ...] | None]) -> dict[str, Any] | 
         "min": [_f(x) for x in a.min(0)], "max": [_f(x) for x in a.max(0)],
         "mean": [_f(x) for x in a.mean(0)], "std": [_f(x) for x in a.std(0)],
     }
+
+
+def _mean_hist(hists: list[tuple[float, ...] | None]) -> list[float] | None:
+    """Mean of per-frame normalized histograms (every frame weighs the same), or None."""
+    rows = [h for h in hists if h is not None]
+    if not rows:
+        return None
+    return [_f(x, 5) for x in np.mean(np.asarray(rows, dtype=np.float64), axis=0)]
+
+
+def _mean_channel_hist(imgs: list, c: int) -> dict[str, Any] | None:
+    """Set-level channel histograms: `HIST_BINS` bins over [0, full scale] per channel.
+
+    Frames of one full scale only (the most common); float arrays have none."""
+    with_hist = [s for s in imgs if s.hist is not None and len(s.hist) == c * HIST_BINS]
+    if not with_hist:
+        return None
+    scale = Counter(s.nominal_max for s in with_hist).most_common(1)[0][0]
+    same = [s.hist for s in with_hist if s.nominal_max == scale]
+    mean = _mean_hist(same)
+    return {"full_scale": scale, "bins": HIST_BINS, "n_frames": len(same),
+            "channels": [mean[i * HIST_BINS:(i + 1) * HIST_BINS] for i in range(c)]}
 
 
 @dataclass(frozen=True)
@@ -77,6 +99,7 @@ def summarize_set(records: SetRecords) -> SetSummary:
         out["lin_mean"] = [_med([v[i] for v in lin]) for i in range(len(lin[0]))] if lin else None
         for k in ("sharpness", "hf_ratio", "grad_ratio", "dup_frac", "blockiness", "nonfinite_frac"):
             out[k] = _med([getattr(s, k) for s in imgs])
+        out["channel_hist"] = _mean_channel_hist(same_c, c)
     if deps:
         valid = [d for d in deps if d.percentiles is not None]
         out["depth"] = {
@@ -86,6 +109,8 @@ def summarize_set(records: SetRecords) -> SetSummary:
             "percentiles": {f"p{q}": _med([d.percentiles[j] for d in valid]) for j, q in enumerate(DEPTH_PERCENTILES)} if valid else None,
             "dropout_mean": _f(float(np.mean([d.dropout for d in deps]))),
             "dropout_max": _f(max(d.dropout for d in deps)),
+            "log_hist": _mean_hist([d.log_hist for d in deps]),
+            "log_hist_range": list(DEPTH_HIST_LOG10),
         }
     out["action"] = _vector_ranges([f.action for f in records.frames])
     out["proprio"] = _vector_ranges([f.proprio for f in records.frames])

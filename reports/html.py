@@ -150,6 +150,12 @@ def _stats_plots(stats: Mapping[str, Any], names: list[str]) -> list[Markup]:
                            "luma", dom)
     if p:
         out.append(p)
+    p = plots.channel_histograms({n: _d(_d(stats.get(n)).get("channel_hist")) for n in names}, dom)
+    if p:
+        out.append(p)
+    p = plots.depth_histograms({n: _d(_d(stats.get(n)).get("depth")) for n in names}, dom)
+    if p:
+        out.append(p)
     return out
 
 

@@ -210,3 +210,82 @@ def cosine_histograms(encoders: Sequence[dict[str, Any]]) -> Markup | None:
     fig.suptitle("Paired cosine distance per encoder (CLIP thresholds 0.20 / 0.25 / 0.30 on CLIP encoders)", fontsize=10)
     fig.tight_layout()
     return _png(fig)
+
+
+def _step(ax, edges: Sequence[float], values: Sequence[Any], **kw) -> None:
+    ys = [float(v) if _ok(v) else 0.0 for v in values]
+    ax.stairs(ys, list(edges), **kw)
+
+
+def channel_histograms(hists: dict[str, dict[str, Any]], domains: dict[str, str]) -> Markup | None:
+    """Per-channel value histograms, one panel per channel, sets overlaid (fractions of samples).
+
+    `hists` maps set name -> its `channel_hist` entry (`full_scale`, `bins`, `channels`)."""
+    sets = {n: h for n, h in list(hists.items())[:6]
+            if isinstance(h, dict) and isinstance(h.get("channels"), list) and h["channels"]}
+    if not sets:
+        return None
+    nch = max(len(h["channels"]) for h in sets.values())
+    labels = ["R", "G", "B"] if nch == 3 else [f"channel {i}" for i in range(nch)]
+    fig = _figure(3.0 * nch, 2.6)
+    palette = ["#7f8c8d", "#27ae60", "#8e44ad", "#16a085"]
+    for ch in range(nch):
+        ax = fig.add_subplot(1, nch, ch + 1)
+        for j, (name, h) in enumerate(sets.items()):
+            if ch >= len(h["channels"]) or not isinstance(h["channels"][ch], list):
+                continue
+            vals = h["channels"][ch]
+            edges = [i / len(vals) for i in range(len(vals) + 1)]
+            dom = domains.get(name)
+            color = SIM_COLOR if dom == "sim" else REAL_COLOR if dom == "real" else palette[j % len(palette)]
+            _step(ax, edges, vals, color=color, lw=1.5, label=_label(f"{name} ({dom})" if dom else name, 32))
+        ax.set_title(labels[ch], fontsize=9)
+        ax.set_xlabel("fraction of full scale", fontsize=8)
+        ax.set_xlim(0, 1)
+        if ch == 0:
+            ax.set_ylabel("fraction of pixels", fontsize=8)
+            ax.legend(fontsize=7)
+    fig.suptitle("Per-channel histograms (mean over frames)", fontsize=10)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def depth_histograms(depths: dict[str, dict[str, Any]], domains: dict[str, str]) -> Markup | None:
+    """Histograms of valid depth on a log axis in each set's own units (unit in the legend).
+
+    `depths` maps set name -> its `depth` summary (`log_hist`, `log_hist_range`, units)."""
+    sets = {n: d for n, d in list(depths.items())[:6]
+            if isinstance(d, dict) and isinstance(d.get("log_hist"), list) and d["log_hist"]
+            and isinstance(d.get("log_hist_range"), list) and len(d["log_hist_range"]) == 2}
+    if not sets:
+        return None
+    fig = _figure(6.5, 2.8)
+    ax = fig.add_subplot()
+    palette = ["#7f8c8d", "#27ae60", "#8e44ad", "#16a085"]
+    used = []
+    for j, (name, d) in enumerate(sets.items()):
+        lo, hi = d["log_hist_range"]
+        vals = d["log_hist"]
+        edges = [10 ** (lo + (hi - lo) * i / len(vals)) for i in range(len(vals) + 1)]
+        nz = [i for i, v in enumerate(vals) if _ok(v) and v > 0]
+        if nz:
+            used += [edges[nz[0]], edges[nz[-1] + 1]]
+        units = d.get("declared_units_per_m") or []
+        inferred = ", ".join(k for k in (d.get("inferred_units") or {}) if isinstance(k, str))
+        named = {1.0: "m", 100.0: "cm", 1000.0: "mm"}
+        if units and _ok(units[0]):
+            unit = named.get(float(units[0]), f"{units[0]:g} units/m")
+        else:
+            unit = f"inferred {inferred}" if inferred else "unit unknown"
+        dom = domains.get(name)
+        color = SIM_COLOR if dom == "sim" else REAL_COLOR if dom == "real" else palette[j % len(palette)]
+        _step(ax, edges, vals, color=color, lw=1.5, label=_label(f"{name} ({dom}, {unit})", 48))
+    ax.set_xscale("log")
+    if used:
+        ax.set_xlim(min(used) / 1.5, max(used) * 1.5)
+    ax.set_xlabel("depth, each set's own units (log scale)", fontsize=8)
+    ax.set_ylabel("fraction of valid pixels", fontsize=8)
+    ax.set_title("Depth histograms (mean over frames; 0/NaN/inf excluded, see dropout)", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _png(fig)

@@ -14,6 +14,8 @@ h3{font-size:1.02em;margin:1em 0 .3em}
 table{border-collapse:collapse;margin:.4em 0 1em;font-size:.85em}
 th,td{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}
 th{background:#f4f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+#stats-table{table-layout:fixed;width:100%}#stats-table td.n{white-space:normal;overflow-wrap:anywhere}
+#stats-table th:first-child{width:9em}
 .badge{display:inline-block;padding:.1em .55em;border-radius:.8em;font-size:.8em;font-weight:600;color:#fff;text-transform:uppercase}
 .sev-bug{background:#c0392b}.sev-gap{background:#d9822b}.sev-info{background:#2b6cd9}.sev-none{background:#27ae60}
 .verdict{border:2px solid #ccc;border-radius:.5em;padding:.8em 1em;margin:1em 0;background:#fafafa}

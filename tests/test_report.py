@@ -291,6 +291,10 @@ def test_render_real_run(real_results, tmp_path):
         first = real_results["findings"][0]["title"]
         assert render_report({"findings": [{"title": first}]}).count("verdict-title") == 1
     assert "f99.png" in html  # the skipped frame is listed
+    hist = real_results["stats"]["sim"]["channel_hist"]
+    assert len(hist["channels"]) == 3 and all(sum(c) == pytest.approx(1, abs=1e-3) for c in hist["channels"])
+    # channel means, luma percentiles and the channel histograms are drawn (no depth in this data)
+    assert html.count('alt="statistics plot"') == 3
 
 
 # -- a real headless browser --------------------------------------------------------------------------------
@@ -305,10 +309,49 @@ def _chromium(tmp_path: Path, page: Path, *extra: str) -> subprocess.CompletedPr
     return subprocess.run(args, capture_output=True, text=True, timeout=60)
 
 
+def _page_load_audit(tmp_path: Path, page: Path) -> tuple[list[str], list[str], str]:
+    """Load `page` in headless chromium; return (console messages, network URLs the page requested, DOM).
+
+    Console messages come from chromium's own log (`--enable-logging=stderr`: every console call and
+    every CSP refusal prints a `CONSOLE` line); requests from its NetLog (`--log-net-log`), keeping those
+    whose network isolation key is the page's `file://` origin (the browser's own background traffic,
+    e.g. update checks, is not the page's).
+    """
+    net = tmp_path / "netlog.json"
+    r = _chromium(tmp_path, page, "--enable-logging=stderr", "--v=0", f"--log-net-log={net}", "--dump-dom")
+    console = [ln for ln in r.stderr.splitlines() if ":CONSOLE" in ln]
+    log = json.loads(net.read_text())
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    urls = [e["params"]["url"] for e in log["events"]
+            if e.get("type") == start and "file://" in str(e.get("params", {}).get("network_isolation_key", ""))
+            and not e["params"].get("url", "").startswith(("file:", "data:"))]
+    return console, urls, r.stdout
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+def test_browser_audit_catches_console_errors_and_requests(tmp_path):
+    """Known answer for the audit itself: a page that logs and fetches is caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text('<html><head><title>t</title></head><body><img src="http://example.invalid/x.png">'
+                   '<script>console.error("boom")</script></body></html>')
+    console, urls, _ = _page_load_audit(tmp_path, bad)
+    assert any("boom" in c for c in console)
+    assert urls == ["http://example.invalid/x.png"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+def test_real_report_loads_without_console_errors_or_network(real_results, tmp_path):
+    page = write_report(real_results, tmp_path / "report.html")
+    console, urls, dom = _page_load_audit(tmp_path, page)
+    assert console == [] and urls == []
+    assert 'id="verdict-title"' in dom and 'class="enc-row"' in dom
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
 def test_headless_browser_renders_and_runs_no_hostile_script(tmp_path):
     page = write_report(hostile_results(), tmp_path / "report.html")
-    dom = _chromium(tmp_path, page, "--dump-dom").stdout
+    console, urls, dom = _page_load_audit(tmp_path, page)
+    assert console == [] and urls == []  # no payload ran, logged or fetched anything
     assert "<title>perception-gap report</title>" in dom  # the payload would have set it to PWNED
     assert "PWNED" not in re.findall(r"<title>(.*?)</title>", dom, flags=re.S)[0]
     assert "Title " in dom and 'id="verdict-title"' in dom

@@ -216,3 +216,64 @@ def test_property_pil_and_array_paths_agree_and_are_bounded(a):
     # statistics of a frame do not depend on the order of its channels beyond permuting them
     sw = image_stats_array(a[..., ::-1].copy())
     np.testing.assert_allclose(sw.mean, s.mean[::-1], rtol=1e-9, atol=1e-9)
+
+
+def test_channel_histograms_match_numpy_reference():
+    from perception_gap.stats import HIST_BINS
+
+    a = textured(480, 640, seed=5)
+    s = image_stats_pil(Image.fromarray(a))
+    g = ref_grid(a).reshape(-1, 3)
+    ref = np.stack([np.histogram(g[:, c], bins=HIST_BINS, range=(0, 256))[0] / len(g) for c in range(3)])
+    np.testing.assert_allclose(np.array(s.hist).reshape(3, HIST_BINS), ref, atol=1e-12)
+    assert image_stats_array(a).hist == pytest.approx(s.hist)  # the array path agrees
+    a16 = (a.astype(np.uint16) * 257)  # the same picture coded on 16 bits: same histogram
+    np.testing.assert_allclose(image_stats_array(a16).hist, s.hist, atol=1e-12)
+    # known answer: a constant frame puts everything in one bin per channel
+    const = np.full((50, 60, 3), (0, 128, 255), np.uint8)
+    h = np.array(image_stats_pil(Image.fromarray(const)).hist).reshape(3, HIST_BINS)
+    assert h[0, 0] == 1 and h[1, 16] == 1 and h[2, 31] == 1 and h.sum() == 3
+    assert image_stats_array(a.astype(np.float32) / 255).hist is None  # floats: no fixed scale
+
+
+def test_depth_log_histogram_reference_and_unit_shift():
+    from perception_gap.stats import DEPTH_HIST_BINS, DEPTH_HIST_BINS_PER_DECADE, DEPTH_HIST_LOG10
+
+    rng = np.random.default_rng(4)
+    d = rng.uniform(0.3, 2.5, (240, 320)).astype(np.float32)
+    d[:20] = 0
+    d[20:25] = np.nan
+    s = depth_stats(d)
+    g = ref_grid(d).ravel()
+    v = g[np.isfinite(g) & (g > 0)].astype(np.float64)
+    ref = np.histogram(np.log10(v), bins=DEPTH_HIST_BINS, range=DEPTH_HIST_LOG10)[0] / v.size
+    np.testing.assert_allclose(s.log_hist, ref, atol=1e-12)
+    assert sum(s.log_hist) == pytest.approx(1.0)
+    # the same scene in millimetres sits exactly three decades to the right
+    mm = depth_stats(np.round(np.nan_to_num(d) * 1000).astype(np.uint16))
+    shift = 3 * DEPTH_HIST_BINS_PER_DECADE
+    moved = np.argmax(mm.log_hist) - np.argmax(s.log_hist)
+    assert abs(moved - shift) <= 1
+    # out-of-range values land in the end bins, never lost
+    far = depth_stats(np.full((20, 20), 1e7, np.float64))
+    assert far.log_hist[-1] == 1.0
+    assert depth_stats(np.zeros((10, 10), np.uint16)).log_hist is None
+
+
+def test_set_histograms_are_frame_means():
+    from perception_gap.records import FrameRecord, SetRecords
+    from perception_gap.summary import summarize_set
+
+    frames = [textured(60, 80, seed=i) for i in range(4)]
+    depths = [np.full((30, 40), z, np.float32) for z in (0.5, 0.5, 2.0, 2.0)]
+    recs = SetRecords("s", "sim", tuple(
+        FrameRecord(pair_key=str(i), image=image_stats_pil(Image.fromarray(a)), depth=depth_stats(d))
+        for i, (a, d) in enumerate(zip(frames, depths))))
+    out = summarize_set(recs).to_dict()
+    ch = out["channel_hist"]
+    assert ch["full_scale"] == 255 and ch["n_frames"] == 4 and len(ch["channels"]) == 3
+    ref = np.mean([np.array(r.image.hist).reshape(3, -1) for r in recs.frames], axis=0)
+    np.testing.assert_allclose(ch["channels"], ref, atol=1e-5)
+    lh = np.array(out["depth"]["log_hist"])
+    # known answer: half the frames at 0.5 m, half at 2 m
+    assert lh.sum() == pytest.approx(1.0, abs=1e-4) and sorted(lh[lh > 0]) == pytest.approx([0.5, 0.5])
