@@ -292,16 +292,134 @@ def cmd_run(args: argparse.Namespace) -> int:
                           batch_size=args.batch_size, workers=args.workers, progress=progress)
         finally:
             close()
-    text = _dumps(res)
-    atomic_write_text(out_dir / "results.json", text)
-    if args.json:
-        atomic_write_text(Path(args.json), text)
-    from reports import write_report
-
-    write_report(json.loads(text), out_dir / "report.html")  # from the JSON form: what the report may read
+    _write_outputs(res, out_dir, args.json)
     if not args.quiet:
         _print_run(res, out_dir)
     return 0
+
+
+def _write_outputs(res: dict[str, Any], out_dir: Path, json_path: str | None) -> None:
+    """results.json, the optional --json copy and report.html, each written atomically."""
+    text = _dumps(res)
+    atomic_write_text(out_dir / "results.json", text)
+    if json_path:
+        atomic_write_text(Path(json_path), text)
+    from reports import write_report
+
+    write_report(json.loads(text), out_dir / "report.html")  # from the JSON form: what the report may read
+
+
+def _encoder_names(spec: list[str] | None) -> list[str] | None:
+    """--encoders: None = every available; `none` = raw statistics only."""
+    from perception_gap.embed import parse_encoder_list
+
+    if not spec:
+        return None
+    names = parse_encoder_list(spec)
+    return [] if [n.lower() for n in names] == ["none"] else names
+
+
+# -- screen --------------------------------------------------------------------------------------
+
+def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
+    scr = res["screen"]
+    print(f"screening {len(scr['ranking'])} renderings against real {res['config']['real']!r} "
+          f"over {len(scr['views'])} views ({', '.join(scr['views'])}); {scr['n_scenes']} scenes")
+    print(f"{'rank':>4}  {'sim set':<28} {'distance (95% CI)':<26}")
+    for r in scr["ranking"]:
+        c = r["ci"]
+        print(f"{r['rank']:>4}  {r['set']:<28} {_fmt(r['distance'])} ({_fmt(c.get('low'))}-{_fmt(c.get('high'))})")
+    for p in scr["pairwise"]:
+        c = p["ci"]
+        verdict = "significant" if p["significant"] else "not significant"
+        print(f"  {p['closer']} closer than {p['farther']} by {_fmt(p['difference'])} "
+              f"(95% CI {_fmt(c.get('low'))} to {_fmt(c.get('high'))}): {verdict}")
+    print(f"closest: {scr['closest']!r}" if scr["closest"] else "closest: no rendering is significantly closer than every other")
+    if "baseline" in scr:
+        print(f"--fail-if-worse {scr['baseline']!r}: " + ("passed" if scr["passed"] else
+              "FAILED (significantly farther: " + ", ".join(scr["worse_than_baseline"]) + ")"))
+    print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
+
+
+def cmd_screen(args: argparse.Namespace) -> int:
+    from perception_gap.catalog import Catalog
+    from perception_gap.workflows import screen_job
+
+    sims = [s for item in args.sim for s in item.split(",") if s]
+    out_dir = Path(args.out)
+    progress, close = _progress(args, "screen")
+    with Catalog(args.db) as cat:
+        try:
+            res = screen_job(cat, sims, args.real, encoder_names=_encoder_names(args.encoders),
+                             baseline=args.fail_if_worse, device=args.device, batch_size=args.batch_size,
+                             workers=args.workers, n_boot=args.n_boot, progress=progress)
+        finally:
+            close()
+    _write_outputs(res, out_dir, args.json)
+    if not args.quiet:
+        _print_screen(res, out_dir)
+    return 1 if res["screen"].get("passed") is False else 0
+
+
+# -- drift ---------------------------------------------------------------------------------------
+
+def _print_drift(res: dict[str, Any], out_dir: Path) -> None:
+    d = res["drift"]
+    print(f"drift check: {d['current']!r} against baseline {d['baseline']!r}")
+    print(f"  {'gate':<34} {'value':>9} {'threshold':>9}  result")
+    for g in d["gates"]:
+        extra = f" ({g['reason']})" if g["status"] == "skipped" and g.get("reason") else ""
+        print(f"  {g['name']:<34} {_fmt(g['value']):>9} {_fmt(g['threshold']):>9}  {g['status']}{extra}")
+    print("PASSED" if d["passed"] else "FAILED: " + ", ".join(g["name"] for g in d["gates"] if g["status"] == "failed"))
+    for f in res["findings"]:
+        print(f"- {f['title']}\n  action: {f['action']}")
+    print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
+
+
+def _print_history(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        print("no drift runs recorded yet")
+        return
+    print(f"{'run':>5}  {'when':<26} {'baseline':<20} {'current':<20} result")
+    for h in rows:
+        res = "passed" if h["passed"] else "FAILED: " + ", ".join(h["failed"])
+        print(f"{h['run_id']:>5}  {h['started_at'][:26]:<26} {str(h['baseline'])[:20]:<20} {str(h['current'])[:20]:<20} {res}")
+
+
+def cmd_drift(args: argparse.Namespace) -> int:
+    from perception_gap.catalog import Catalog
+    from perception_gap.drift import load_config
+    from perception_gap.workflows import drift_history, drift_job
+
+    if args.history:
+        with Catalog(args.db, read_only=True) as cat:
+            rows = drift_history(cat, args.baseline)
+        if args.json:
+            atomic_write_text(Path(args.json), _dumps({"drift": {"history": rows}}))
+        if not args.quiet:
+            _print_history(rows)
+        return 0
+    missing = [f for f, v in (("--baseline", args.baseline), ("--current", args.current), ("--out", args.out)) if not v]
+    if missing:
+        return _fail(f"drift needs {', '.join(missing)} (or --history).")
+    cfg = load_config(args.config)
+    if args.current_dir:
+        rc = main(["index", args.current_dir, "--set", args.current, "--domain", args.domain, "--db", args.db, "-q"]
+                  + (["--workers", str(args.workers)] if args.workers else []))
+        if rc:
+            return rc
+    out_dir = Path(args.out)
+    progress, close = _progress(args, "drift")
+    with Catalog(args.db) as cat:
+        try:
+            res = drift_job(cat, args.baseline, args.current, encoder_names=_encoder_names(args.encoders), config=cfg,
+                            device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress)
+        finally:
+            close()
+    _write_outputs(res, out_dir, args.json)
+    if not args.quiet:
+        _print_drift(res, out_dir)
+    return 0 if res["drift"]["passed"] else 1
 
 
 # -- demo ----------------------------------------------------------------------------------------
@@ -398,6 +516,45 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the models run")
     rn.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
     rn.set_defaults(func=cmd_run)
+
+    sc = sub.add_parser("screen", parents=[common], help="which rendering is closer to real, with confidence",
+                        description="Screen two or more renderings (sim sets of the same scenes) against one real set: "
+                                    "distance to real in raw statistics and in each encoder, a paired bootstrap over "
+                                    "scenes for confidence; writes DIR/results.json and DIR/report.html. Exit 1 with "
+                                    "--fail-if-worse A when another rendering is significantly farther from real than A.")
+    sc.add_argument("--sim", required=True, action="append", help="a sim set (repeat, or comma-separate; at least two)")
+    sc.add_argument("--real", required=True, help="real set name")
+    sc.add_argument("--encoders", action="append",
+                    help="encoder name(s), comma-separated or repeated (default: every available one; `none`: raw "
+                         "statistics only)")
+    sc.add_argument("--fail-if-worse", metavar="SIM", help="exit 1 when another rendering is significantly farther "
+                                                            "from real than this one (for CI on a renderer)")
+    sc.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    sc.add_argument("--out", required=True, help="output folder (results.json, report.html)")
+    sc.add_argument("--json", help="also write results.json to this file")
+    sc.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the models run")
+    sc.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
+    sc.set_defaults(func=cmd_screen)
+
+    dr = sub.add_parser("drift", parents=[common], help="drift check of new frames against a stored baseline",
+                        description="Gate new frames (--current) against a baseline set: format, per-channel shifts "
+                                    "in stops, sharpness, depth dropout, embedding distance over the baseline's own "
+                                    "noise floor, domain AUC, detector AP. Thresholds from --config (TOML; defaults in "
+                                    "the README). Exit 1 when a gate fails, 0 otherwise. Only new frames are "
+                                    "decoded and embedded. --history lists earlier checks.")
+    dr.add_argument("--baseline", help="the reference set (indexed earlier)")
+    dr.add_argument("--current", help="the new set")
+    dr.add_argument("--current-dir", help="index this folder into --current first (incremental)")
+    dr.add_argument("--domain", choices=("sim", "real"), default="real", help="domain for --current-dir (default real)")
+    dr.add_argument("--config", help="TOML file of gate thresholds (see README: Drift checks)")
+    dr.add_argument("--encoders", action="append",
+                    help="encoder name(s) (default: every available one; `none`: statistics gates only)")
+    dr.add_argument("--history", action="store_true", help="list earlier drift checks (of --baseline, if given)")
+    dr.add_argument("--out", help="output folder (results.json, report.html)")
+    dr.add_argument("--json", help="also write results.json to this file")
+    dr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the models run")
+    dr.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
+    dr.set_defaults(func=cmd_drift)
 
     dm = sub.add_parser("demo", parents=[common], help="build the built-in paired MuJoCo demo set, then run it",
                         description="Render a small paired tabletop data set with MuJoCo (sim: RGB, depth, "

@@ -557,3 +557,20 @@ class Catalog:
             self.con.execute("ROLLBACK")
             raise
         return int(run_id)
+
+    def run_history(self, kind: str) -> list[dict[str, Any]]:
+        """Every stored run of a kind, oldest first: run_id, started_at, config and its result rows."""
+        runs = self.con.execute("SELECT run_id, started_at, config FROM runs WHERE kind = ? ORDER BY run_id",
+                                [kind]).fetchall()
+        if not runs:
+            return []
+        rows = self.con.execute(
+            "SELECT s.run_id, s.scope, s.name, s.value, s.ci_low, s.ci_high, s.detail FROM results s "
+            "JOIN runs r USING (run_id) WHERE r.kind = ? ORDER BY s.run_id", [kind]).fetchall()
+        by_run: dict[int, list[dict[str, Any]]] = {}
+        for run_id, scope, name, value, lo, hi, detail in rows:
+            by_run.setdefault(int(run_id), []).append({"scope": scope, "name": name, "value": value,
+                                                       "ci_low": lo, "ci_high": hi,
+                                                       "detail": json.loads(detail) if detail else None})
+        return [{"run_id": int(r), "started_at": str(t), "config": json.loads(c) if c else {},
+                 "results": by_run.get(int(r), [])} for r, t, c in runs]

@@ -234,6 +234,51 @@ def _worst_pairs(results: Mapping[str, Any], max_pairs: int) -> dict[str, Any] |
     return {"encoder": enc.get("name"), "rows": rows} if rows else None
 
 
+def _screen(scr: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any] | None:
+    views = [str(v) for v in _l(scr.get("views"))][: lim["encoders"]]
+    ranking = []
+    for r in _l(scr.get("ranking"))[: lim["sets"] * 4]:
+        r = _d(r)
+        c, pv = _d(r.get("ci")), _d(r.get("per_view"))
+        ranking.append({"rank": r.get("rank"), "set": r.get("set"), "distance": num(r.get("distance")),
+                        "ci": ci(c.get("low"), c.get("high"), c.get("level")),
+                        "per_view": [num(_d(pv.get(v)).get("distance")) for v in views]})
+    pairwise = []
+    for p in _l(scr.get("pairwise"))[: lim["findings"]]:
+        p = _d(p)
+        c, pv = _d(p.get("ci")), _d(p.get("per_view"))
+        pairwise.append({"closer": p.get("closer"), "farther": p.get("farther"), "difference": signed(p.get("difference")),
+                         "ci": ci(c.get("low"), c.get("high"), c.get("level")),
+                         "significant": "yes" if p.get("significant") else "no",
+                         "per_view": [signed(_d(pv.get(v)).get("difference")) + ("*" if _d(pv.get(v)).get("significant") else "")
+                                      for v in views]})
+    plot = plots.screen_distances(_l(scr.get("ranking")), views) if lim["plots"] else None
+    return {"closest": scr.get("closest"), "views": views, "ranking": ranking, "pairwise": pairwise,
+            "ci_level": (f"{100 * scr['ci_level']:g}%" if isinstance(scr.get("ci_level"), (int, float)) else MISSING), "n_scenes": scr.get("n_scenes"), "baseline": scr.get("baseline"),
+            "passed": bool(scr.get("passed")), "worse": ", ".join(str(w) for w in _l(scr.get("worse_than_baseline"))),
+            "skipped_views": [(str(k), str(v)) for k, v in _d(scr.get("skipped_views")).items()], "plot": plot}
+
+
+def _drift(dr: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
+    gates = []
+    for g in _l(dr.get("gates"))[: lim["findings"]]:
+        g = _d(g)
+        c = _d(g.get("ci"))
+        gates.append({"name": g.get("name"), "value": num(g.get("value")),
+                      "ci": ci(c.get("low"), c.get("high"), c.get("level")) if c else "",
+                      "threshold": num(g.get("threshold")), "status": g.get("status") or ("passed" if g.get("passed") else "failed"),
+                      "description": g.get("description")})
+    history = []
+    for h in _l(dr.get("history"))[-lim["skipped"]:]:
+        h = _d(h)
+        history.append({"run_id": h.get("run_id"), "started_at": h.get("started_at"), "current": h.get("current"),
+                        "result": "passed" if h.get("passed") else "failed",
+                        "failed": ", ".join(str(x) for x in _l(h.get("failed"))) or MISSING})
+    plot = plots.drift_trend(_l(dr.get("history"))) if lim["plots"] and len(_l(dr.get("history"))) > 1 else None
+    return {"baseline": dr.get("baseline"), "current": dr.get("current"), "passed": bool(dr.get("passed")),
+            "gates": gates, "history": history, "plot": plot}
+
+
 def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]) -> dict[str, Any]:
     findings = [_d(f) for f in _l(results.get("findings"))]
     cfg = _d(results.get("config"))
@@ -257,7 +302,11 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         extra_plots = [p for p in (plots.pca_scatter(encs, (str(sim), str(real))), plots.cosine_histograms(encs))
                        if p is not None]
     det = results.get("detection")
+    kind = cfg.get("kind") or ("screen" if "screen" in results else "drift" if "drift" in results else "run")
+    scr, dr = results.get("screen"), results.get("drift")
     return {
+        "kind": kind, "screen": _screen(scr, lim) if isinstance(scr, Mapping) else None,
+        "drift": _drift(dr, lim) if isinstance(dr, Mapping) else None,
         "sim": sim, "real": real, "version": results.get("version"), "run_id": results.get("run_id"),
         "verdict": _finding(findings[0], lim) if findings else None,
         "findings": [_finding(f, lim) for f in findings[: lim["findings"]]], "n_findings": len(findings),

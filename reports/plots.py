@@ -289,3 +289,57 @@ def depth_histograms(depths: dict[str, dict[str, Any]], domains: dict[str, str])
     ax.legend(fontsize=7)
     fig.tight_layout()
     return _png(fig)
+
+
+def screen_distances(ranking: Sequence[Any], views: Sequence[str]) -> Markup | None:
+    """Distance to real per view (points with CI bars), one row per rendering, closest on top."""
+    rows = [r for r in ranking if isinstance(r, dict) and isinstance(r.get("per_view"), dict)][:12]
+    views = list(views)[:8]
+    if not rows or not views:
+        return None
+    fig = _figure(6.5, 0.45 * len(rows) * 1 + 1.6)
+    ax = fig.add_subplot()
+    palette = ["#2b6cd9", "#d9822b", "#27ae60", "#8e44ad", "#16a085", "#7f8c8d", "#c0392b", "#2c3e50"]
+    for j, v in enumerate(views):
+        for i, r in enumerate(rows):
+            cell = r["per_view"].get(v) or {}
+            x, c = cell.get("distance"), cell.get("ci") or {}
+            if not _ok(x):
+                continue
+            y = len(rows) - 1 - i + (j - (len(views) - 1) / 2) * 0.12
+            lo, hi = c.get("low"), c.get("high")
+            if _ok(lo) and _ok(hi):
+                ax.plot([lo, hi], [y, y], color=palette[j % len(palette)], lw=1.2)
+            ax.plot([x], [y], "o", ms=4, color=palette[j % len(palette)], label=_label(v, 28) if i == 0 else None)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([_label(r.get("set"), 28) for r in reversed(rows)], fontsize=8)
+    ax.set_xlabel("normalized centroid distance to real (shared projection)", fontsize=8)
+    ax.set_title("Distance to real per view, with bootstrap CIs", fontsize=10)
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def drift_trend(history: Sequence[Any]) -> Markup | None:
+    """Gate values over drift runs, each divided by its threshold (1 = the gate's limit)."""
+    runs = [h for h in history if isinstance(h, dict) and isinstance(h.get("ratios"), dict)][-60:]
+    if len(runs) < 2:
+        return None
+    names = sorted({k for h in runs for k in h["ratios"]})[:10]
+    fig = _figure(6.5, 2.8)
+    ax = fig.add_subplot()
+    for name in names:
+        pts = [(i, h["ratios"][name]) for i, h in enumerate(runs) if _ok(h["ratios"].get(name))]
+        if pts:
+            xs, ys = zip(*pts)
+            ax.plot(xs, ys, marker="o", ms=3, lw=1, label=_label(name, 30))
+    ax.axhline(1.0, color="#c0392b", ls="--", lw=1)
+    ax.set_xticks(range(len(runs)))
+    ax.set_xticklabels([str(h.get("run_id")) for h in runs], fontsize=7)
+    ax.set_xlabel("drift run", fontsize=8)
+    ax.set_ylabel("value / threshold", fontsize=8)
+    ax.set_title("Gate values over time (above the dashed line fails)", fontsize=10)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    return _png(fig)

@@ -31,9 +31,11 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 </style>
 </head>
 <body>
-<h1>Sim-to-real gap: <span class="mono">{{ sim }}</span> vs <span class="mono">{{ real }}</span></h1>
+{% if kind == "screen" %}<h1>Screening renderings against <span class="mono">{{ real }}</span></h1>
+{% elif kind == "drift" %}<h1>Drift check: <span class="mono">{{ drift.current }}</span> against baseline <span class="mono">{{ drift.baseline }}</span></h1>
+{% else %}<h1>Sim-to-real gap: <span class="mono">{{ sim }}</span> vs <span class="mono">{{ real }}</span></h1>{% endif %}
 <p class="muted">perception-gap {{ version }}{% if run_id is not none %} &middot; run {{ run_id }}{% endif %}</p>
-<nav class="muted"><a href="#findings">Findings</a><a href="#encoders">Encoders</a><a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a></nav>
+<nav class="muted">{% if screen %}<a href="#screen">Screening</a>{% endif %}{% if drift %}<a href="#drift">Gates</a>{% endif %}<a href="#findings">Findings</a>{% if kind == "run" %}<a href="#encoders">Encoders</a>{% endif %}<a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a></nav>
 
 <section id="verdict">
 {% if verdict %}
@@ -47,6 +49,37 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <div class="title" id="verdict-title">No finding: nothing in this run crossed a threshold.</div></div>
 {% endif %}
 </section>
+
+{% if screen %}
+<section id="screen">
+<h2>Renderings, closest to real first</h2>
+<p>{% if screen.closest %}Closest: <strong class="mono">{{ screen.closest }}</strong>, significantly closer than every other rendering.{% else %}No rendering is significantly closer to real than every other one.{% endif %}
+<span class="muted">Distance = mean over views of the normalized PCA centroid distance to real in one shared projection; {{ screen.ci_level }} intervals from a paired bootstrap over {{ screen.n_scenes }} scenes.</span></p>
+<div class="wide"><table id="screen-ranking"><tr><th>rank</th><th>sim set</th><th>distance [CI]</th>{% for v in screen.views %}<th class="mono">{{ v }}</th>{% endfor %}</tr>
+{% for r in screen.ranking %}<tr class="screen-row"><td class="n">{{ r.rank }}</td><td class="mono">{{ r.set }}</td><td class="n">{{ r.distance }} {{ r.ci }}</td>{% for c in r.per_view %}<td class="n">{{ c }}</td>{% endfor %}</tr>{% endfor %}
+</table></div>
+<h3>Pairwise differences (farther &minus; closer)</h3>
+<div class="wide"><table id="screen-pairs"><tr><th>closer</th><th>farther</th><th>difference [CI]</th><th>significant</th>{% for v in screen.views %}<th class="mono">{{ v }}</th>{% endfor %}</tr>
+{% for p in screen.pairwise %}<tr><td class="mono">{{ p.closer }}</td><td class="mono">{{ p.farther }}</td><td class="n">{{ p.difference }} {{ p.ci }}</td><td>{{ p.significant }}</td>{% for c in p.per_view %}<td class="n">{{ c }}</td>{% endfor %}</tr>{% endfor %}
+</table></div>
+{% if screen.baseline %}<p>Baseline <span class="mono">{{ screen.baseline }}</span> (<code>--fail-if-worse</code>): {% if screen.passed %}passed{% else %}<strong>failed</strong>: significantly farther from real: <span class="mono">{{ screen.worse }}</span>{% endif %}</p>{% endif %}
+{% if screen.skipped_views %}<p class="muted">Views not computed: {% for k, v in screen.skipped_views %}{{ k }} ({{ v }}){% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
+{% if screen.plot %}<img class="plot" alt="screening plot" src="{{ screen.plot }}">{% endif %}
+</section>
+{% endif %}
+
+{% if drift %}
+<section id="drift">
+<h2>Gates: {% if drift.passed %}<span class="badge sev-none">passed</span>{% else %}<span class="badge sev-bug">failed</span>{% endif %}</h2>
+<table id="gates"><tr><th>gate</th><th>value [CI]</th><th>threshold</th><th>result</th><th>what it measures</th></tr>
+{% for g in drift.gates %}<tr class="gate-row"><td class="mono">{{ g.name }}</td><td class="n">{{ g.value }} {{ g.ci }}</td><td class="n">{{ g.threshold }}</td><td>{% if g.status == "failed" %}<span class="badge sev-bug">failed</span>{% elif g.status == "skipped" %}<span class="badge sev-info">skipped</span>{% else %}<span class="badge sev-none">passed</span>{% endif %}</td><td class="muted">{{ g.description }}</td></tr>{% endfor %}
+</table>
+{% if drift.history %}<h3>History against this baseline</h3>
+<table id="drift-history"><tr><th>run</th><th>when</th><th>current set</th><th>result</th><th>failed gates</th></tr>
+{% for h in drift.history %}<tr><td class="n">{{ h.run_id }}</td><td class="mono">{{ h.started_at }}</td><td class="mono">{{ h.current }}</td><td>{{ h.result }}</td><td class="mono">{{ h.failed }}</td></tr>{% endfor %}
+</table>{% if drift.plot %}<img class="plot" alt="drift trend" src="{{ drift.plot }}">{% endif %}{% endif %}
+</section>
+{% endif %}
 
 <section id="findings">
 <h2>Findings ({{ n_findings }})</h2>
@@ -64,6 +97,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% if findings_more %}<p class="muted">&hellip; {{ findings_more }} more findings not shown.</p>{% endif %}
 </section>
 
+{% if kind == "run" %}
 <section id="encoders">
 <h2>Encoder ranking</h2>
 {% if encoders %}
@@ -84,6 +118,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% for p in extra_plots %}<img class="plot" alt="encoder plot" src="{{ p }}">{% endfor %}
 {% else %}<p>No encoder results.</p>{% endif %}
 </section>
+{% endif %}
 
 <section id="stats">
 <h2>Per-set raw statistics</h2>

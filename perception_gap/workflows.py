@@ -1,0 +1,388 @@
+"""Workflows built on the engine: screening a rendering change (`screen`) and drift checks (`drift`).
+
+Both combine the catalog (cached statistics and embeddings: only new frames cost anything)
+with pure math (`screening`, `drift`), return their part of the results.json structure
+(CONTRACT.md) and store every figure in the catalog's `runs`/`results` tables.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import numpy as np
+
+from . import __version__
+from .analysis import default_encoders
+from .catalog import Catalog
+from .embed import embed_sets, load_encoder
+from .errors import InputError, InsufficientData
+from .findings import Finding, order_findings
+from .pipeline import compute_stats, load_set_records, set_info
+from .summary import summarize_set
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int], None]
+
+
+def _check_sets(catalog: Catalog, names: list[str], flag: dict[str, str]) -> None:
+    for name in names:
+        if catalog.get_set(name) is None:
+            known = ", ".join(repr(s) for s in catalog.list_sets()) or "none indexed yet"
+            raise InputError(f"Unknown set {name!r} for {flag[name]} (known: {known}).")
+
+
+# -- screen ------------------------------------------------------------------------------------------
+
+def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: list[str] | None = None,
+               baseline: str | None = None, device: str = "auto", batch_size: int = 32,
+               workers: int | None = None, n_boot: int = 1000, random_state: int = 0,
+               progress: Progress | None = None) -> dict[str, Any]:
+    """Which of `sims` is closest to `real`: raw statistics and every encoder, paired bootstrap.
+
+    Returns:
+        results.json with `sets`, `stats`, `findings` (each sim's plumbing diagnoses, then the
+        screening verdict), `screen` (see `screening.rank_renderings`), `config`, `version`.
+    """
+    from . import screening
+    from .plumbing import diagnose
+
+    if len(sims) < 2:
+        raise InputError(f"Expected at least two --sim sets to screen, got {len(sims)}.")
+    if not 10 <= n_boot <= 100_000:
+        raise InputError(f"Expected `--n-boot` in [10, 100000], got {n_boot}.")
+    if len(set(sims)) != len(sims) or real in sims:
+        raise InputError("Expected distinct --sim sets and a --real set that is not among them.")
+    _check_sets(catalog, sims + [real], {**{s: "--sim" for s in sims}, real: "--real"})
+    if baseline is not None and baseline not in sims:
+        raise InputError(f"Expected `--fail-if-worse` to name one of the --sim sets ({', '.join(sims)}), got {baseline!r}.")
+    names = default_encoders() if encoder_names is None else encoder_names
+    compute_stats(catalog, sims + [real], workers=workers, progress=progress)
+    records = {n: load_set_records(catalog, n) for n in sims + [real]}
+    findings: list[Finding] = []
+    for s in sims:
+        for f in diagnose(records[s], records[real]):
+            findings.append(Finding(code=f.code, severity=f.severity, title=f"[{s}] {f.title}",
+                                    evidence={**f.evidence, "sim_set": s}, action=f.action, score=f.score))
+    # the views: raw statistics, then each encoder
+    view_inputs: list[tuple[str, dict[str, np.ndarray], dict[str, list[str]], dict[str, list[Any]]]] = []
+    feats, keys, eps = {}, {}, {}
+    for n, rec in records.items():
+        frames = [f for f in rec.frames if f.image is not None]
+        feats[n] = np.asarray([screening.stat_features(f.image) for f in frames])
+        keys[n] = [f.pair_key for f in frames]
+        eps[n] = [f.episode for f in frames]
+    view_inputs.append(("raw statistics", feats, keys, eps))
+    encoders_info = []
+    if names:
+        embed_sets(catalog, names, sims + [real], device=device, batch_size=batch_size, workers=2, progress=progress)
+        for name in names:
+            enc = load_encoder(name, device=device)
+            embs, k2, e2 = {}, {}, {}
+            for n in sims + [real]:
+                meta, arr = catalog.load_embeddings(n, enc.fingerprint)
+                embs[n], k2[n], e2[n] = arr, [m["pair_key"] for m in meta], [m["episode"] for m in meta]
+            view_inputs.append((enc.name, embs, k2, e2))
+            encoders_info.append({"name": enc.name, "family": enc.family, "dim": enc.dim, "fingerprint": enc.fingerprint,
+                                  "preprocessing": enc.preprocessing.to_dict()})
+    # one set of cluster draws for every view: the union of every view's scenes
+    all_keys = {n: sorted(set().union(*(set(v[2][n]) for v in view_inputs))) for n in sims + [real]}
+    key_ep = {n: {} for n in sims + [real]}
+    for _view, _e, ks, es in view_inputs:
+        for n in ks:
+            for k, e in zip(ks[n], es[n]):
+                key_ep[n].setdefault(k, e)
+    union_clusters = screening.scene_clusters(all_keys, {n: [key_ep[n][k] for k in all_keys[n]] for n in all_keys}, real)
+    cluster_of = {n: dict(zip(all_keys[n], union_clusters[n])) for n in all_keys}
+    draws, index = screening.shared_draws(union_clusters, n_boot=n_boot, random_state=random_state)
+    views, skipped_views = [], {}
+    for view, embs, ks, _es in view_inputs:
+        try:
+            clusters = {n: [cluster_of[n][k] for k in ks[n]] for n in ks}
+            views.append(screening.view_distances(view, embs, clusters, real, draws=draws, labels_index=index,
+                                                  random_state=random_state))
+        except InsufficientData as e:
+            skipped_views[view] = str(e)
+    if not views:
+        raise InputError("No view could be computed: " + "; ".join(f"{k}: {v}" for k, v in skipped_views.items()))
+    scr = screening.rank_renderings(views, sims, baseline=baseline)
+    scr["skipped_views"] = skipped_views
+    scr["n_scenes"] = len(index)
+    findings += _screen_findings(scr)
+    sets = {n: {**set_info(catalog, n), "role": "sim" if n in sims else "real"} for n in sims + [real]}
+    res: dict[str, Any] = {
+        "version": __version__,
+        "config": {"kind": "screen", "sims": sims, "real": real, "encoders": names, "baseline": baseline,
+                   "n_boot": n_boot, "random_state": random_state, "device": device},
+        "sets": sets,
+        "stats": {n: summarize_set(r).to_dict() for n, r in records.items()},
+        "encoders": encoders_info,
+        "findings": [f.to_dict() for f in order_findings(findings)],
+        "screen": scr,
+    }
+    res["run_id"] = catalog.record_run("screen", res["config"], __version__, _screen_rows(scr, res["findings"]))
+    return res
+
+
+def _fmt_ci(c: dict[str, Any]) -> str:
+    if c.get("low") is None:
+        return "CI n/a"
+    return f"{round(100 * c['level'])}% CI {c['low']:+.3f} to {c['high']:+.3f}"
+
+
+def _screen_findings(scr: dict[str, Any]) -> list[Finding]:
+    out = []
+    rk = scr["ranking"]
+    first = rk[0]
+    for p in scr["pairwise"]:
+        if p["closer"] != first["set"]:
+            continue
+        if p["significant"]:
+            out.append(Finding(
+                code="screen_closer", severity="info",
+                title=f"Rendering {p['closer']!r} is closer to real than {p['farther']!r}: distance "
+                      f"{first['distance']:.3f} vs {first['distance'] + p['difference']:.3f} (difference {_fmt_ci(p['ci'])})",
+                evidence={"closer": p["closer"], "farther": p["farther"], "difference": p["difference"], "ci": p["ci"],
+                          "per_view": {k: v["difference"] for k, v in p["per_view"].items()}},
+                action=f"Prefer {p['closer']!r}; the per-view table says which encoders and statistics moved.",
+                score=float(p["difference"])))
+        else:
+            out.append(Finding(
+                code="screen_not_significant", severity="info",
+                title=f"Renderings {p['closer']!r} and {p['farther']!r} are not significantly different in distance "
+                      f"to real (difference {p['difference']:+.3f}, {_fmt_ci(p['ci'])})",
+                evidence={"a": p["closer"], "b": p["farther"], "difference": p["difference"], "ci": p["ci"]},
+                action="Treat them as equivalent at this sample size; more paired scenes narrow the interval.",
+                score=0.0))
+    for worse in scr.get("worse_than_baseline") or []:
+        p = next(q for q in scr["pairwise"] if q["closer"] == scr["baseline"] and q["farther"] == worse)
+        out.append(Finding(
+            code="screen_worse", severity="gap",
+            title=f"Rendering {worse!r} is significantly farther from real than the baseline {scr['baseline']!r} "
+                  f"(difference {p['difference']:+.3f}, {_fmt_ci(p['ci'])})",
+            evidence={"baseline": scr["baseline"], "worse": worse, "difference": p["difference"], "ci": p["ci"]},
+            action=f"Do not adopt {worse!r} as it is: it moves sim away from real. The per-view differences "
+                   "and the raw-statistics findings say where.",
+            score=float(p["difference"])))
+    return out
+
+
+def _screen_rows(scr: dict[str, Any], findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for r in scr["ranking"]:
+        rows.append({"scope": f"screen:{r['set']}", "name": "distance", "value": r["distance"],
+                     "ci_low": r["ci"]["low"], "ci_high": r["ci"]["high"]})
+        rows.append({"scope": f"screen:{r['set']}", "name": "rank", "value": float(r["rank"])})
+        for view, v in r["per_view"].items():
+            rows.append({"scope": f"screen:{r['set']}", "name": f"distance:{view}", "value": v["distance"],
+                         "ci_low": v["ci"]["low"], "ci_high": v["ci"]["high"]})
+    for f in findings:
+        rows.append({"scope": "finding", "name": f["code"], "value": f.get("score"), "detail": f})
+    return rows
+
+
+# -- drift -------------------------------------------------------------------------------------------
+
+_DRIFT_ACTIONS = {
+    "format": ("bug", "The capture format changed (resolution, bit depth or channels): check the camera driver and "
+                      "the recording pipeline before anything else; every other gate is measured across that change."),
+    "channel_shift": ("gap", "Check exposure, gain and white-balance settings and the lighting; if the change is "
+                             "intended (new lighting), re-baseline with these frames."),
+    "sharpness": ("gap", "Check focus, the lens (dirt, condensation), motion blur from a loose mount or a longer "
+                         "exposure; a rise means more noise or sharpening in the image pipeline."),
+    "depth_dropout": ("gap", "Check the depth sensor: IR interference, reflective or transparent objects, a dirty "
+                             "window, a changed range or filter setting."),
+    "embedding": ("gap", "The frames look different to this encoder beyond the baseline's own variation: look at the "
+                         "statistics gates and at sample frames for what changed (scene, camera, lighting)."),
+    "domain_auc": ("gap", "A classifier tells current frames from baseline ones: something systematic changed; the "
+                          "statistics gates and sample frames say what."),
+    "detector_ap": ("gap", "The detector does worse on current frames: inspect its misses on them; fine-tune or "
+                           "retrain on recent frames if the scene changed for good."),
+}
+
+
+def _gate_title(g: dict[str, Any], current: str, baseline: str) -> str:
+    base = g["name"].split(":")[0]
+    v, t = g["value"], g["threshold"]
+    if base == "channel_shift":
+        per = g["detail"].get("per_channel") or {}
+        failed = g["detail"].get("failed") or []
+        changes = ", ".join(f"{c} {per[c]['change']:+.2f}" for c in per)
+        if len(failed) == len(per) and len({per[c]["change"] > 0 for c in failed}) == 1:
+            return (f"{current!r} is {'brighter' if v > 0 else 'darker'} than the baseline in every channel "
+                    f"({changes} stops; tolerance {t:g})")
+        if len(failed) >= 2 and len({per[c]["change"] > 0 for c in failed}) == 2:
+            return (f"The colour balance of {current!r} moved against each other in {', '.join(failed)} ({changes} stops; "
+                    f"tolerance {t:g}): a white-balance change, or swapped channels if the changes mirror each other")
+        col = g["detail"].get("column")
+        return (f"Channel {col} of {current!r} is {abs(v):.2f} stops {'brighter' if v > 0 else 'darker'} than the "
+                f"baseline ({changes} stops; tolerance {t:g})")
+    if base == "sharpness":
+        return (f"{current!r} is {2 ** abs(v):.2f}x {'sharper/noisier' if v > 0 else 'blurrier'} than the baseline "
+                f"(Laplacian energy; tolerance x{2 ** t:.2f})")
+    if base == "depth_dropout":
+        return f"Depth dropout of {current!r} rose by {v:.3f} (tolerance {t:g})"
+    if base == "format":
+        return (f"{100 * v:.1f}% of {current!r} frames differ in size/dtype/channels from the baseline's "
+                f"{g['detail'].get('baseline_usual')}")
+    if base == "embedding":
+        return (f"{g['name'].split(':', 1)[1]}: {current!r} is {v:.1f}x the baseline's own noise floor away from it "
+                f"(limit {t:g}x)")
+    if base == "domain_auc":
+        return f"{g['name'].split(':', 1)[1]}: a classifier tells {current!r} from the baseline with AUC {v:.2f} (limit {t:g})"
+    if base == "detector_ap":
+        return f"Detector {g['name'].split(':', 1)[1]!r} lost {v:.3f} AP on {current!r} (limit {t:g})"
+    return f"Gate {g['name']} failed: {v} > {t}"
+
+
+def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: list[str] | None = None,
+              config: dict[str, dict[str, Any]] | None = None, device: str = "auto", batch_size: int = 32,
+              workers: int | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Gate new frames (`current`) against a stored `baseline` set.
+
+    Only what is not cached is computed: statistics and embeddings are keyed by content, so a
+    recurring check pays for the new frames (plus the comparison itself).
+
+    Returns:
+        results.json with `sets`, `stats`, `findings` (one per failed gate), `drift` (`gates`,
+        `passed`, `history`), `encoders`, `config`, `version`.
+    """
+    from . import drift as dr
+
+    cfg = config or dr.load_config(None)
+    if baseline == current:
+        raise InputError(f"Expected two different sets for --baseline and --current, got {baseline!r} twice.")
+    _check_sets(catalog, [baseline, current], {baseline: "--baseline", current: "--current"})
+    names = default_encoders() if encoder_names is None else encoder_names
+    boot = cfg["bootstrap"]
+    n_boot, level, seed = int(boot["n_boot"]), float(boot["ci"]), int(boot["random_state"])
+    if not 10 <= n_boot <= 100_000 or not 0 < level < 1:
+        raise InputError(f"Expected [bootstrap] n_boot in [10, 100000] and ci in (0, 1), got {n_boot} and {level}.")
+    compute_stats(catalog, [baseline, current], workers=workers, progress=progress)
+    rec = {n: load_set_records(catalog, n) for n in (baseline, current)}
+    img = {n: [f for f in rec[n].frames if f.image is not None] for n in rec}
+    st = {n: [f.image for f in img[n]] for n in img}
+    eps = {n: [f.episode for f in img[n]] for n in img}
+    gates: list[dr.Gate] = []
+
+    def on(table: str) -> bool:
+        return bool(cfg[table]["enabled"])
+
+    if on("format"):
+        gates.append(dr.format_gate(st[baseline], st[current], float(cfg["format"]["max_fraction"])))
+    kw = dict(n_boot=n_boot, ci=level, random_state=seed)
+    if on("channel_shift"):
+        gates.append(dr.shift_gate("channel_shift", dr.exposure_matrix(st[baseline]), dr.exposure_matrix(st[current]),
+                                   eps[baseline], eps[current], float(cfg["channel_shift"]["max_stops"]),
+                                   labels=["R", "G", "B"], **kw))
+    if on("sharpness"):
+        gates.append(dr.shift_gate("sharpness", dr.sharpness_vector(st[baseline]), dr.sharpness_vector(st[current]),
+                                   eps[baseline], eps[current], float(cfg["sharpness"]["max_log2"]),
+                                   labels=["log2 sharpness"], **kw))
+    if on("depth_dropout"):
+        t = float(cfg["depth_dropout"]["max_increase"])
+        dep = {n: [f for f in rec[n].frames if f.depth is not None] for n in rec}
+        if dep[baseline] and dep[current]:
+            gates.append(dr.shift_gate(
+                "depth_dropout", np.asarray([[f.depth.dropout] for f in dep[baseline]]),
+                np.asarray([[f.depth.dropout] for f in dep[current]]), [f.episode for f in dep[baseline]],
+                [f.episode for f in dep[current]], t, labels=["dropout"], reducer="mean", one_sided=True, **kw))
+        else:
+            gates.append(dr.skipped("depth_dropout", t, "no depth on " + (baseline if not dep[baseline] else current)))
+    encoders_info = []
+    if names and (on("embedding") or on("domain_auc")):
+        embed_sets(catalog, names, [baseline, current], device=device, batch_size=batch_size, workers=2,
+                   progress=progress)
+        for name in names:
+            enc = load_encoder(name, device=device)
+            mb, eb = catalog.load_embeddings(baseline, enc.fingerprint)
+            mc, ec = catalog.load_embeddings(current, enc.fingerprint)
+            encoders_info.append({"name": enc.name, "family": enc.family, "dim": enc.dim,
+                                  "fingerprint": enc.fingerprint, "preprocessing": enc.preprocessing.to_dict(),
+                                  "n_sim": len(mc), "n_real": len(mb)})
+            e_b, e_c = [m["episode"] for m in mb], [m["episode"] for m in mc]
+            if on("embedding"):
+                t = float(cfg["embedding"]["max_ratio"])
+                gates.append(dr.embedding_gate(f"embedding:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed)
+                             if len(mb) and len(mc) else dr.skipped(f"embedding:{enc.name}", t, "no embeddings on one side"))
+            if on("domain_auc"):
+                t = float(cfg["domain_auc"]["max_auc"])
+                gates.append(dr.auc_gate(f"domain_auc:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed)
+                             if len(mb) and len(mc) else dr.skipped(f"domain_auc:{enc.name}", t, "no embeddings on one side"))
+    if on("detector_ap"):
+        gates += _detector_gates(catalog, baseline, current, float(cfg["detector_ap"]["max_drop"]))
+    gate_dicts = [g.to_dict() for g in gates]
+    passed = all(g.passed for g in gates)
+    findings = []
+    for g in gate_dicts:
+        if g["status"] != "failed":
+            continue
+        sev, action = _DRIFT_ACTIONS.get(g["name"].split(":")[0], ("gap", "Inspect the frames."))
+        over = abs(g["value"]) / g["threshold"] if g["threshold"] else float(abs(g["value"]))
+        findings.append(Finding(code=f"drift_{g['name'].split(':')[0]}", severity=sev,
+                                title=_gate_title(g, current, baseline), evidence={k: g[k] for k in ("name", "value", "threshold", "ci", "detail")},
+                                action=action, score=float(over)))
+    res: dict[str, Any] = {
+        "version": __version__,
+        "config": {"kind": "drift", "baseline": baseline, "current": current, "encoders": names, "gates": cfg,
+                   "device": device},
+        "sets": {baseline: {**set_info(catalog, baseline), "role": "baseline"},
+                 current: {**set_info(catalog, current), "role": "current"}},
+        "stats": {n: summarize_set(r).to_dict() for n, r in rec.items()},
+        "encoders": encoders_info,
+        "findings": [f.to_dict() for f in order_findings(findings)],
+        "drift": {"baseline": baseline, "current": current, "gates": gate_dicts, "passed": passed},
+    }
+    rows = [{"scope": "drift", "name": "passed", "value": 1.0 if passed else 0.0}]
+    for g in gate_dicts:
+        ci = g.get("ci") or {}
+        rows.append({"scope": "gate", "name": g["name"], "value": g["value"], "ci_low": ci.get("low"),
+                     "ci_high": ci.get("high"), "detail": {"threshold": g["threshold"], "status": g["status"]}})
+    res["run_id"] = catalog.record_run("drift", res["config"], __version__, rows)
+    res["drift"]["history"] = drift_history(catalog, baseline)
+    return res
+
+
+def drift_history(catalog: Catalog, baseline: str | None = None) -> list[dict[str, Any]]:
+    """Earlier drift runs (against `baseline`, or all), oldest first, from the `results` table."""
+    out = []
+    for run in catalog.run_history("drift"):
+        cfg = run["config"]
+        if baseline is not None and cfg.get("baseline") != baseline:
+            continue
+        passed, values, ratios, failed = None, {}, {}, []
+        for r in run["results"]:
+            if r["scope"] == "drift" and r["name"] == "passed":
+                passed = bool(r["value"])
+            elif r["scope"] == "gate":
+                d = r.get("detail") or {}
+                values[r["name"]] = r["value"]
+                t = d.get("threshold")
+                if r["value"] is not None and t:
+                    ratios[r["name"]] = abs(r["value"]) / t
+                if d.get("status") == "failed":
+                    failed.append(r["name"])
+        out.append({"run_id": run["run_id"], "started_at": run["started_at"], "baseline": cfg.get("baseline"),
+                    "current": cfg.get("current"), "passed": passed, "values": values, "ratios": ratios,
+                    "failed": failed})
+    return out
+
+
+def _detector_gates(catalog: Catalog, baseline: str, current: str, threshold: float) -> list[Any]:
+    from . import drift as dr
+    from .analysis import _boxes
+    from .detection import coco_summary
+
+    ann = {n: catalog.load_annotations(n) for n in (baseline, current)}
+    if "gt" not in ann[baseline] or "gt" not in ann[current]:
+        return []
+    out = []
+    sources = sorted((set(ann[baseline]) & set(ann[current])) - {"gt"})
+    for source in sources:
+        aps = {}
+        for n in (baseline, current):
+            sizes = {p: (w, h) for p, _k, w, h in catalog.frame_sizes(n)}
+            gt = _boxes(ann[n]["gt"])
+            aps[n] = coco_summary(gt, _boxes(ann[n][source]), {p: sizes[p] for p in gt if p in sizes}).to_dict().get("AP")
+        out.append(dr.ap_gate(f"detector_ap:{source}", aps[baseline], aps[current], threshold))
+    return out
