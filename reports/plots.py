@@ -46,6 +46,9 @@ def _png(fig) -> Markup:
     return Markup("data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
 
 
+R2_FLOOR = -1.0  # probe R² below this is drawn on the floor, with its value
+
+
 def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
     """Scatter of gap above the noise floor (x) against the sim->real probe R² (y), front marked."""
     pts = []
@@ -60,11 +63,18 @@ def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
         return None
     fig = _figure(6.4, 4.0)
     ax = fig.add_subplot()
-    for x, y, front, name in pts:
-        ax.scatter([x], [y], s=70 if front else 35, marker="*" if front else "o",
+    # R² is unbounded below (ridge extrapolating off-distribution can read -70,000): drawn to
+    # scale, one such point flattens every other; below R2_FLOOR points sit on the floor, marked.
+    shown = [(x, max(y, R2_FLOOR), front, name, y < R2_FLOOR, y) for x, y, front, name in pts]
+    for i, (x, y, front, name, clipped, raw) in enumerate(shown):
+        ax.scatter([x], [y], s=70 if front else 35, marker="v" if clipped else "*" if front else "o",
                    color="#c0392b" if front else "#7f8c8d", zorder=3)
-        ax.annotate(_label(name), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
-    front = sorted((x, y) for x, y, f, _ in pts if f)
+        text = _label(name) + (f" (R² {raw:.3g})" if clipped else "")
+        ax.annotate(text, (x, y), textcoords="offset points", xytext=(5, (4, -11, 14)[i % 3]), fontsize=8)
+    ax.margins(x=0.12, y=0.12)
+    if any(c for *_, c, _ in shown):
+        ax.axhline(R2_FLOOR, color="#7f8c8d", lw=0.8, ls=":")
+    front = sorted((x, y) for x, y, f, _, _, _ in shown if f)
     if len(front) > 1:
         ax.plot([p[0] for p in front], [p[1] for p in front], color="#c0392b", lw=1, ls="--", zorder=2)
     ax.set_xlabel("gap above noise floor (lower is better)")
