@@ -306,6 +306,8 @@ class Catalog:
             [set_name])
 
     def set_counts(self, set_name: str) -> dict[str, int]:
+        """Frames of a set by state: `ok` (usable), `skipped`, `missing`, and `unreadable` (indexed
+        as ok, but decoding failed when statistics were computed; not counted in `ok`)."""
         rows = self.con.execute(
             "SELECT f.status, s.error IS NOT NULL AS bad, count(*) FROM frames f "
             "LEFT JOIN frame_stats s ON s.content_hash = f.content_hash "

@@ -73,6 +73,8 @@ def _open_image(src: bytes | Path) -> Image.Image:
             return Image.open(io.BytesIO(src) if isinstance(src, bytes) else src)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
         raise FrameError(f"decompression bomb refused: {e}") from None
+    except Image.UnidentifiedImageError:
+        raise FrameError("not a readable image: no known image format in the file's content") from None
     except Exception as e:  # Pillow raises many types for unreadable input
         raise FrameError(f"not a readable image: {type(e).__name__}: {e}".rstrip(": ")) from None
 
@@ -168,8 +170,9 @@ def probe_npy(data: bytes) -> Header:
     if not data:
         raise FrameError("zero-byte file")
     shape, dtype, _ = _npy_header(data)
-    if dtype.hasobject or not (np.issubdtype(dtype, np.number) or dtype == np.bool_):
-        raise FrameError(f"unsupported array dtype {dtype} (expected a numeric array)")
+    if dtype.hasobject or not (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.floating)
+                               or dtype == np.bool_):
+        raise FrameError(f"unsupported array dtype {dtype} (expected a real-valued integer, float or bool array)")
     layout = array_layout(shape)
     if layout == "HW":
         h, w, c = shape[0], shape[1], 1

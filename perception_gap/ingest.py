@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 DOMAINS = ("sim", "real")
 MANIFEST_REQUIRED = ("set", "domain", "rgb", "pair_key")
+MANIFEST_OPTIONAL = ("depth", "depth_unit", "episode", "step", "action", "proprio")
 BATCH = 4096
 Progress = Callable[[int, int], None]
 
@@ -106,6 +107,19 @@ def _walk(root: Path) -> Iterator[Path]:
             yield Path(dirpath) / name
 
 
+def _is_utf8(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of a file name surface as lone surrogates
+        return False
+    return True
+
+
+def utf8_safe(s: str) -> str:
+    """A file name as storable text: undecodable bytes shown as \\xNN escapes."""
+    return s if _is_utf8(s) else s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _is_depth_name(rel: Path) -> bool:
     stem = rel.stem.lower()
     return rel.suffix.lower() in EXR_EXTS or stem.endswith(_DEPTH_SUFFIXES) or (
@@ -158,6 +172,11 @@ def scan_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
     for path, rel in rgb:
         key_path = rel.with_suffix("").as_posix()
         entry = FrameEntry(rgb_path=path, pair_key=key_path, depth_unit=depth_unit)
+        if not _is_utf8(str(rel)):
+            entry.pair_key = utf8_safe(key_path)
+            entry.error = "file name is not valid UTF-8 (rename the file; the catalog stores names as UTF-8 text)"
+            entries.append(entry)
+            continue
         if regex is not None:
             m = regex.search(key_path)
             if m is None:
@@ -242,6 +261,12 @@ def read_manifest(path: Path) -> dict[tuple[str, str], list[FrameEntry]]:
     missing = [c for c in MANIFEST_REQUIRED if c not in columns]
     if missing:
         raise InputError(f"Manifest {str(path)!r} is missing required column(s) {', '.join(missing)} (has: {', '.join(sorted(map(str, columns)))}).")
+    known = set(MANIFEST_REQUIRED) | set(MANIFEST_OPTIONAL)
+    extra = sorted(str(c) for c in columns
+                   if str(c) not in known and not re.fullmatch(r"(action|proprio)_\d+", str(c)))
+    if extra:  # a typo (`dpeth`) would otherwise drop a column silently
+        log.warning("manifest %s: ignored column(s) %s (not manifest columns: %s)", path, ", ".join(extra),
+                    ", ".join(MANIFEST_REQUIRED + MANIFEST_OPTIONAL))
     base = Path(os.path.abspath(path)).parent
     domains: dict[str, str] = {}
     out: dict[tuple[str, str], list[FrameEntry]] = {}
@@ -312,9 +337,9 @@ def _stat(path: Path | None) -> tuple[int | None, int | None]:
 def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
     """Hash and probe one listed frame (and its depth map) into a catalog row."""
     row: dict[str, Any] = {
-        "set_name": set_name, "rgb_path": str(entry.rgb_path), "pair_key": entry.pair_key,
+        "set_name": set_name, "rgb_path": utf8_safe(str(entry.rgb_path)), "pair_key": entry.pair_key,
         "episode": entry.episode, "step": entry.step,
-        "depth_path": str(entry.depth_path) if entry.depth_path else None,
+        "depth_path": utf8_safe(str(entry.depth_path)) if entry.depth_path else None,
         "depth_unit": entry.depth_unit, "action": entry.action, "proprio": entry.proprio,
         "status": "ok", "error": None,
     }
@@ -385,11 +410,19 @@ def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[Fr
     validate_domain(domain)
     catalog.ensure_set(set_name, domain, source=source, tags=tags, root=root)
     old = catalog.existing_frames(set_name)
-    listed = {str(e.rgb_path): e for e in entries}
+    listed: dict[str, FrameEntry] = {}
+    repeats: list[tuple[str, str]] = []  # one file named by several manifest rows: one catalog row
+    for e in entries:
+        p = utf8_safe(str(e.rgb_path))
+        if p in listed:
+            repeats.append((p, f"the same file is listed again (pair key {e.pair_key!r}); its first listing "
+                               f"(pair key {listed[p].pair_key!r}) is kept"))
+        else:
+            listed[p] = e
     todo = [e for p, e in listed.items() if not _unchanged(e, old.get(p))]
-    n_new = sum(1 for e in todo if str(e.rgb_path) not in old)
+    n_new = sum(1 for e in todo if utf8_safe(str(e.rgb_path)) not in old)
     vanished = [p for p, r in old.items() if p not in listed and r["status"] != "missing"]
-    todo_paths = {str(e.rgb_path) for e in todo}  # built once: rebuilt per row it was O(old x todo)
+    todo_paths = {utf8_safe(str(e.rgb_path)) for e in todo}  # built once: rebuilt per row it was O(old x todo)
     kept = {r["pair_key"]: p for p, r in old.items()
             if p in listed and r["status"] == "ok" and p not in todo_paths}
     done = 0
@@ -406,8 +439,8 @@ def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[Fr
     counts = catalog.set_counts(set_name)
     skipped = tuple((s["path"], s["reason"]) for s in catalog.skipped_frames(set_name) if s["path"] in listed)
     return IndexReport(set_name=set_name, domain=domain, listed=len(entries), new=n_new,
-                       changed=len(todo) - n_new, unchanged=len(entries) - len(todo),
-                       vanished=len(vanished), usable=counts["ok"], skipped=skipped)
+                       changed=len(todo) - n_new, unchanged=len(listed) - len(todo),
+                       vanished=len(vanished), usable=counts["ok"], skipped=skipped + tuple(repeats))
 
 
 def index_folder(catalog: Catalog, root: Path, set_name: str, domain: str, *,

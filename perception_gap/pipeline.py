@@ -163,7 +163,7 @@ def set_info(catalog: Catalog, name: str) -> dict[str, Any]:
     skipped = catalog.skipped_frames(name)
     return {
         "name": name, "domain": info["domain"], "tags": info.get("tags"),
-        "n_frames": counts["total"], "n_usable": counts["ok"] - counts["unreadable"],
+        "n_frames": counts["total"], "n_usable": counts["ok"],  # `ok` already excludes unreadable
         "n_skipped": len(skipped), "skipped": skipped,
     }
 
