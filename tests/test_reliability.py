@@ -393,3 +393,114 @@ def test_bad_depth_all_zero_nan_and_wrong_dtype(tmp_path):
     res = json.loads((tmp_path / "s.json").read_text())
     dropout = [f for f in res["findings"] if f["code"] == "depth_dropout"]
     assert dropout and dropout[0]["evidence"]["real_dropout"] == pytest.approx(1.0)
+
+
+# -- crash safety: kill -9 at random points, rerun, nothing lost or doubled ----------------------------------
+
+N_CRASH = 600  # frames a side: enough that every command is mid-work for most of its lifetime
+N_TINY = 12_000  # 8x8 frames for `index`: three catalog batches (ingest.BATCH = 4096)
+
+
+def _count(db: Path, sql: str) -> int:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return int(con.execute(sql).fetchone()[0])
+    finally:
+        con.close()
+
+
+def _crash_cmd(kind: str, tmp: Path, db: Path, out: Path) -> list[str]:
+    if kind == "index":
+        return ["index", str(tmp / "tiny"), "--set", "tiny", "--domain", "sim", "--db", str(db), "-q"]
+    if kind == "manifest":
+        return ["index", "--manifest", str(tmp / "m.jsonl"), "--db", str(db), "-q"]
+    if kind == "embed":
+        return ["embed", "--encoder", "pixel", "--db", str(db), "-q", "--batch-size", "16", "--device", "cpu"]
+    return ["run", "--sim", "csim", "--real", "creal", "--encoders", "pixel", "--db", str(db), "--out", str(out), "-q"]
+
+
+@pytest.fixture(scope="module")
+def crash_world(tmp_path_factory):
+    """Frames for two sets, a template catalog with them indexed, a finished run's outputs, and how long
+    each command takes when left alone."""
+    tmp = tmp_path_factory.mktemp("crash")
+    rows = []
+    rng = np.random.default_rng(0)
+    for side, dom in (("csim", "sim"), ("creal", "real")):
+        (tmp / side).mkdir()
+        for i, s in enumerate(scenes(N_CRASH, h=48, w=64, seed=7 if dom == "sim" else 8)):
+            Image.fromarray(render(s, 1.0 if dom == "sim" else 0.9, 0.01, rng)).save(tmp / side / f"k{i:04d}.png",
+                                                                                      compress_level=1)
+            rows.append({"set": side, "domain": dom, "rgb": f"{side}/k{i:04d}.png", "pair_key": f"k{i:04d}",
+                         "episode": f"e{i // 20}", "action": [float(i % 7), float(i % 3)]})
+    _manifest(tmp / "m.jsonl", rows)
+    (tmp / "tiny").mkdir()
+    for i in range(N_TINY):
+        Image.fromarray(rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)).save(tmp / "tiny" / f"t{i:05d}.png",
+                                                                           compress_level=0)
+    durations = {}
+    template = tmp / "template.duckdb"
+    assert cli(*_crash_cmd("manifest", tmp, template, tmp)).returncode == 0
+    for kind in ("index", "embed", "run"):
+        db = tmp / f"full_{kind}.duckdb"
+        if kind != "index":
+            db.write_bytes(template.read_bytes())
+        t0 = time.perf_counter()
+        p = cli(*_crash_cmd(kind, tmp, db, tmp / "full_out"))
+        durations[kind] = time.perf_counter() - t0
+        assert p.returncode == 0, p.stderr
+    return tmp, template, durations
+
+
+@pytest.mark.parametrize("kind", ["index", "embed", "run"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_kill_9_at_a_random_point_then_rerun_completes_exactly(crash_world, tmp_path, kind, seed):
+    tmp, template, durations = crash_world
+    db = tmp_path / "c.duckdb"
+    out = tmp_path / "out"
+    if kind == "run":  # a previous run's outputs exist: a killed run must leave them whole
+        out.mkdir()
+        for name in ("results.json", "report.html"):
+            (out / name).write_bytes((tmp / "full_out" / name).read_bytes())
+    fraction = float(np.random.default_rng(seed * 10 + len(kind)).uniform(0.15, 0.9))
+    for attempt in range(4):  # the machine's load varies: if it finished before the kill, kill earlier
+        if kind != "index":
+            db.write_bytes(template.read_bytes())
+        else:
+            db.unlink(missing_ok=True)
+        delay = fraction * durations[kind] / 2 ** attempt
+        proc = subprocess.Popen(CLI + _crash_cmd(kind, tmp, db, out), env=ENV, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            proc.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the command and any worker processes it started
+        proc.wait()
+        if proc.returncode != 0:
+            break
+    print(f"{kind} seed {seed}: killed at {delay:.2f} s of {durations[kind]:.2f} s, exit {proc.returncode}")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()
+    if kind == "run":
+        json.loads((out / "results.json").read_text())  # the old file or the new one, never a partial one
+        assert (out / "report.html").read_text().rstrip().endswith("</html>")
+    p = cli(*_crash_cmd(kind, tmp, db, out))
+    clean(p)
+    assert p.returncode == 0, p.stderr
+    if kind == "index":
+        assert _count(db, "SELECT count(*) FROM frames WHERE set_name = 'tiny' AND status = 'ok'") == N_TINY
+        assert _count(db, "SELECT count(DISTINCT rgb_path) FROM frames") == N_TINY
+        return
+    for side in ("csim", "creal"):
+        assert _count(db, f"SELECT count(*) FROM frames WHERE set_name = '{side}' AND status = 'ok'") == N_CRASH
+    assert _count(db, "SELECT count(*) - count(DISTINCT (set_name, rgb_path)) FROM frames") == 0
+    assert _count(db, "SELECT count(*) FROM embeddings") == _count(
+        db, "SELECT count(DISTINCT content_hash) FROM frames WHERE status = 'ok'")
+    assert _count(db, "SELECT count(*) - count(DISTINCT (content_hash, fingerprint)) FROM embeddings") == 0
+    if kind == "run":
+        assert _count(db, "SELECT count(*) FROM frame_stats") == _count(
+            db, "SELECT count(DISTINCT content_hash) FROM frames WHERE status = 'ok'")
+        res = json.loads((out / "results.json").read_text())
+        assert res["sets"]["csim"]["n_usable"] == N_CRASH
+        # a killed run stored nothing half-way: every stored run has its figures
+        assert _count(db, "SELECT count(*) FROM runs r WHERE NOT EXISTS "
+                          "(SELECT 1 FROM results s WHERE s.run_id = r.run_id)") == 0
