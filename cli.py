@@ -100,7 +100,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.path is not None and (args.set is None or args.domain is None):
         return _fail("index: a folder needs --set NAME and --domain sim|real.")
     progress, close = _progress(args, "index")
-    with Catalog(args.db) as cat:
+    with Catalog(args.db, wait=args.wait) as cat:
         try:
             if args.manifest is not None:
                 reports = index_manifest(cat, Path(args.manifest), tags=tags, workers=args.workers, progress=progress)
@@ -132,7 +132,7 @@ def _index_boxes(args: argparse.Namespace) -> int:
         return _fail("index: boxes need --set NAME (an indexed set).")
     if args.path is not None or args.manifest is not None:
         return _fail("index: --coco/--masks attach boxes to an indexed set; index its frames in a separate call.")
-    with Catalog(args.db) as cat:
+    with Catalog(args.db, wait=args.wait) as cat:
         if args.coco is not None:
             if args.source is None:
                 return _fail("index: --coco needs --source gt|DETECTOR.")
@@ -201,7 +201,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from perception_gap.pipeline import stats_job
 
     progress, close = _progress(args, "stats")
-    with Catalog(args.db) as cat:
+    with Catalog(args.db, wait=args.wait) as cat:
         try:
             res = stats_job(cat, args.sim, args.real, workers=args.workers, progress=progress)
         finally:
@@ -241,7 +241,7 @@ def cmd_embed(args: argparse.Namespace) -> int:
 
     names = parse_encoder_list(args.encoder)
     progress, close = _progress(args, "embed")
-    with Catalog(args.db) as cat:
+    with Catalog(args.db, wait=args.wait) as cat:
         try:
             reports = embed_sets(cat, names, args.set, device=args.device, batch_size=args.batch_size,
                                  workers=args.workers or 2, progress=progress)
@@ -286,7 +286,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     names = parse_encoder_list(args.encoders) if args.encoders else None
     out_dir = Path(args.out)
     progress, close = _progress(args, "run")
-    with Catalog(args.db) as cat:
+    with Catalog(args.db, wait=args.wait) as cat:
         try:
             res = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
                           batch_size=args.batch_size, workers=args.workers, progress=progress)
@@ -348,7 +348,7 @@ def cmd_screen(args: argparse.Namespace) -> int:
     sims = [s for item in args.sim for s in item.split(",") if s]
     out_dir = Path(args.out)
     progress, close = _progress(args, "screen")
-    with Catalog(args.db) as cat:
+    with Catalog(args.db, wait=args.wait) as cat:
         try:
             res = screen_job(cat, sims, args.real, encoder_names=_encoder_names(args.encoders),
                              baseline=args.fail_if_worse, device=args.device, batch_size=args.batch_size,
@@ -392,7 +392,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
     from perception_gap.workflows import drift_history, drift_job
 
     if args.history:
-        with Catalog(args.db, read_only=True) as cat:
+        with Catalog(args.db, read_only=True, wait=args.wait) as cat:
             rows = drift_history(cat, args.baseline)
         if args.json:
             atomic_write_text(Path(args.json), _dumps({"drift": {"history": rows}}))
@@ -410,7 +410,7 @@ def cmd_drift(args: argparse.Namespace) -> int:
             return rc
     out_dir = Path(args.out)
     progress, close = _progress(args, "drift")
-    with Catalog(args.db) as cat:
+    with Catalog(args.db, wait=args.wait) as cat:
         try:
             res = drift_job(cat, args.baseline, args.current, encoder_names=_encoder_names(args.encoders), config=cfg,
                             device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress)
@@ -460,6 +460,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors; no progress bar")
     common.add_argument("--workers", type=int, default=None, help="worker processes/threads (default: all cores)")
     common.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
+    common.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                        help="when another command is writing the catalog, wait up to this long for it "
+                             "(default 0: exit 2 at once, naming it)")
 
     p = _Parser(prog="perception-gap", description="Measure the gap between simulated and real camera frames, offline.")
     p.add_argument("--version", action="version", version=f"perception-gap {__version__}")

@@ -8,20 +8,25 @@ batch, so an interrupted run keeps every finished batch and the rerun does the r
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import time
+from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import duckdb
 
-from .errors import CatalogError, InputError
+from .errors import CatalogBusy, CatalogError, InputError
+from .locking import WriterLock
 from .stats import DepthStats, ImageStats
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+CONNECT_WAIT_S = 30.0  # how long one operation waits for another process's brief hold of the file
 DEFAULT_DB = "perception_gap.duckdb"
 
 _SCHEMA = """
@@ -177,25 +182,68 @@ class Catalog:
         read_only: open without taking the write lock.
     """
 
-    def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False) -> None:
+    def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False, wait: float = 0.0) -> None:
         self.path = Path(path)
+        self.read_only = read_only
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._depth = 0
+        self._connect_wait = max(float(wait), CONNECT_WAIT_S)
         if read_only and not self.path.exists():
             raise InputError(f"Expected a catalog at `--db` {str(self.path)!r}, but the file does not exist; run `index` first.")
+        self._lock = None if read_only else WriterLock(self.path, wait=wait).acquire()
         try:
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
-        except duckdb.IOException as e:
-            msg = str(e).splitlines()[0]
-            raise CatalogError(f"Cannot open catalog {str(self.path)!r}: {msg}") from None
-        except duckdb.Error as e:
-            raise CatalogError(f"Cannot open catalog {str(self.path)!r}: {str(e).splitlines()[0]}") from None
-        if not read_only:
-            self._migrate()
-        else:
-            self._check_version()
+            with self.session():
+                if not read_only:
+                    self._migrate()
+                else:
+                    self._check_version()
+        except BaseException:
+            self.close()
+            raise
 
     # -- lifecycle -------------------------------------------------------------------------
+    # DuckDB admits no other process, not even a reader, while a file is open for writing: the
+    # connection is opened for each public method (or `session`) and closed after it, so readers
+    # and the next writer get in between batches. The writer lock keeps writers one at a time.
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            self._con = self._connect()
+        return self._con
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self._connect_wait
+        while True:
+            try:
+                return duckdb.connect(str(self.path), read_only=self.read_only)
+            except duckdb.IOException as e:
+                msg = str(e).splitlines()[0]
+                if "lock" not in msg.lower():
+                    raise CatalogError(f"Cannot open catalog {str(self.path)!r}: {msg}") from None
+                if time.monotonic() >= deadline:  # another process has it open (a reader, or a writer's batch)
+                    raise CatalogBusy(f"Cannot open catalog {str(self.path)!r} within {self._connect_wait:g} s: {msg}") from None
+                time.sleep(0.05)
+            except duckdb.Error as e:
+                raise CatalogError(f"Cannot open catalog {str(self.path)!r}: {str(e).splitlines()[0]}") from None
+
+    @contextmanager
+    def session(self) -> Iterator["Catalog"]:
+        """Keep the file open across several calls (one open instead of one per call)."""
+        self._depth += 1
+        try:
+            yield self
+        finally:
+            self._depth -= 1
+            if self._depth == 0 and self._con is not None:
+                con, self._con = self._con, None
+                con.close()
+
     def close(self) -> None:
-        self.con.close()
+        if self._con is not None:
+            con, self._con = self._con, None
+            con.close()
+        if self._lock is not None:
+            self._lock.release()
 
     def __enter__(self) -> "Catalog":
         return self
@@ -576,3 +624,18 @@ class Catalog:
                                                        "detail": json.loads(detail) if detail else None})
         return [{"run_id": int(r), "started_at": str(t), "config": json.loads(c) if c else {},
                  "results": by_run.get(int(r), [])} for r, t, c in runs]
+
+
+def _in_session(method):
+    @functools.wraps(method)
+    def wrapper(self: Catalog, *args: Any, **kwargs: Any) -> Any:
+        with self.session():
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
+# every public operation opens the file for its own duration (see `Catalog.con`)
+for _name, _member in list(vars(Catalog).items()):
+    if callable(_member) and not _name.startswith("_") and _name not in ("session", "close"):
+        setattr(Catalog, _name, _in_session(_member))
+del _name, _member

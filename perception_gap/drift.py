@@ -222,10 +222,11 @@ def format_gate(base: Sequence[ImageStats], cur: Sequence[ImageStats], threshold
     if not base or not cur:
         return skipped("format", threshold, "no frame statistics on one side")
     sizes = Counter((s.width, s.height) for s in base)
-    usual_size, n_usual = sizes.most_common(1)[0]
+    # ties broken by value, not by which frame came first: the gate must not depend on frame order
+    usual_size, n_usual = min(sizes.items(), key=lambda kv: (-kv[1], kv[0]))
     fixed = n_usual / len(base) >= FIXED_SIZE_SHARE
     kinds = Counter((s.dtype, s.channels) for s in base)
-    usual_kind = kinds.most_common(1)[0][0]
+    usual_kind = min(kinds.items(), key=lambda kv: (-kv[1], str(kv[0])))[0]
 
     def off(s: ImageStats) -> bool:
         return (s.dtype, s.channels) != usual_kind or (fixed and (s.width, s.height) != usual_size)

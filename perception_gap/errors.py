@@ -19,3 +19,7 @@ class InsufficientData(PerceptionGapError):
 
 class FrameError(PerceptionGapError):
     """One frame cannot be read; ingest records it as skipped with this message as the reason."""
+
+
+class CatalogBusy(CatalogError):
+    """Another process is writing the catalog (the message names it)."""

@@ -504,3 +504,73 @@ def test_kill_9_at_a_random_point_then_rerun_completes_exactly(crash_world, tmp_
         # a killed run stored nothing half-way: every stored run has its figures
         assert _count(db, "SELECT count(*) FROM runs r WHERE NOT EXISTS "
                           "(SELECT 1 FROM results s WHERE s.run_id = r.run_id)") == 0
+
+
+# -- concurrency: one writer at a time, readers keep working -------------------------------------------------
+
+def test_two_writers_and_readers_on_one_catalog(crash_world, tmp_path):
+    tmp, template, _ = crash_world
+    db = tmp_path / "c.duckdb"
+    db.write_bytes(template.read_bytes())
+    writer = subprocess.Popen(CLI + ["embed", "--encoder", "pixel", "--db", str(db), "-q", "--batch-size", "8",
+                                     "--device", "cpu"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    lock = db.with_name(db.name + ".lock")
+    deadline = time.time() + 60
+    while time.time() < deadline and not (lock.exists() and lock.read_text().strip()):
+        time.sleep(0.02)
+    assert writer.poll() is None, "the writer finished before the test could race it"
+    # a second writer fails at once, naming the holder
+    second = cli("index", "--manifest", tmp / "m.jsonl", "--db", db)
+    _one_line_error(second, "being written by", f"pid {writer.pid}", "embed", "--wait")
+    # a second writer that may wait starts now and finishes after the first
+    waiting = subprocess.Popen(CLI + ["index", "--manifest", str(tmp / "m.jsonl"), "--db", str(db), "--wait", "300"],
+                               env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # readers keep working while the writer writes, and see its progress
+    seen = []
+    while writer.poll() is None and len(seen) < 40:
+        r = cli("drift", "--history", "--db", db)
+        clean(r)
+        assert r.returncode == 0, r.stderr
+        con = None
+        for _ in range(200):  # a plain DuckDB reader: in between the writer's batches
+            try:
+                con = duckdb.connect(str(db), read_only=True)
+                break
+            except duckdb.IOException:
+                time.sleep(0.02)
+        assert con is not None
+        seen.append(con.execute("SELECT count(*) FROM embeddings").fetchone()[0])
+        con.close()
+    out, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err
+    assert len(seen) >= 2 and seen[-1] > seen[0], seen  # read during the write, and the count grew
+    out, err = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0 and "Traceback" not in err, err
+    assert "1200 unchanged" in out.replace(" 0 vanished", "").replace(",", "") or "unchanged" in out, out
+    n = _count(db, "SELECT count(DISTINCT content_hash) FROM frames WHERE status = 'ok'")
+    assert _count(db, "SELECT count(*) FROM embeddings") == n == 2 * N_CRASH
+    assert _count(db, "SELECT count(*) FROM frames") == 2 * N_CRASH
+    assert not lock.read_text().strip()  # released: no holder named any more
+
+
+def test_lock_is_released_when_the_holder_is_killed(tmp_path):
+    """flock dies with its process: a kill -9'd writer never leaves a stale lock."""
+    _frames_dir(tmp_path / "a", 3)
+    db = tmp_path / "c.duckdb"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; sys.path.insert(0, %r)\n"
+        "from perception_gap.catalog import Catalog\n"
+        "c = Catalog(%r); print('held', flush=True); time.sleep(600)") % (str(REPO), str(db))],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    _one_line_error(cli("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db), f"pid {holder.pid}")
+    t0 = time.perf_counter()
+    _one_line_error(cli("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db, "--wait", "1"),
+                    "after waiting 1 s")
+    assert time.perf_counter() - t0 >= 1.0
+    holder.kill()
+    holder.wait()
+    p = cli("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db)
+    clean(p)
+    assert p.returncode == 0, p.stderr
