@@ -842,6 +842,8 @@ def _median_sigma(d2: np.ndarray) -> float:
 
 
 def _sq_dists(x: np.ndarray) -> np.ndarray:
+    # distances ignore a common offset, but |a|^2 + |b|^2 - 2ab loses it to cancellation: centre first
+    x = x - x.mean(axis=0, keepdims=True)
     sq = np.einsum("ij,ij->i", x, x)
     d2 = sq[:, None] + sq[None, :] - 2.0 * (x @ x.T)
     np.maximum(d2, 0.0, out=d2)

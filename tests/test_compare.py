@@ -536,3 +536,12 @@ def test_pair_cosine_distances_match_sklearn():
     np.testing.assert_allclose(d, paired_cosine_distances(a[pairs[:, 0]], b[pairs[:, 1]]), atol=1e-12)
     assert d.mean() == pytest.approx(paired_cosine(a, b, pairs).mean)
     assert pair_cosine_distances(a, a, np.stack([np.arange(30)] * 2, 1)) == pytest.approx(np.zeros(30), abs=1e-12)
+
+
+def test_mmd_bandwidth_survives_a_large_common_offset():
+    """Known answer: rows 1e-9 apart on a 1e3 offset get the same bandwidth and MMD as without the offset."""
+    x = np.array([[0, 0], [0, 1e-9], [0, 2e-9], [0, 3e-9]])
+    y = x + [0, 5e-9]
+    far = [1e3, 0]
+    assert mmd(x + far, y + far).bandwidth == pytest.approx(mmd(x, y).bandwidth, rel=1e-6)
+    assert mmd(x + far, y + far).value == pytest.approx(mmd(x, y).value, rel=1e-6, abs=1e-12)
