@@ -44,11 +44,22 @@ def signed(x: Any, nd: int = 3) -> str:
     return num(x, nd)
 
 
+def _short_floats(v: Any) -> Any:
+    """Nested values with their floats at 4 significant digits (display only)."""
+    if isinstance(v, float):
+        return float(f"{v:.4g}") if math.isfinite(v) else v
+    if isinstance(v, dict):
+        return {k: _short_floats(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_short_floats(x) for x in v]
+    return v
+
+
 def compact(v: Any, limit: int = 400) -> str:
     """Any evidence value as short text: numbers formatted, nested values as compact JSON."""
     if isinstance(v, (dict, list, tuple)):
         try:
-            s = json.dumps(v, separators=(", ", ": "), default=str, allow_nan=True)
+            s = json.dumps(_short_floats(v), separators=(", ", ": "), default=str, allow_nan=True)
         except (TypeError, ValueError):
             s = str(v)
     elif isinstance(v, float):

@@ -64,8 +64,24 @@ def _sev(f: Mapping[str, Any]) -> str:
     return s if s in SEVERITIES else "info"
 
 
+def _flat_evidence(evidence: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Evidence rows, a nested table opened one level (`ci.low`, `flips.n_pairs`, ...); lists of
+    records (flip examples) are left to their own section and only counted here."""
+    rows: list[tuple[str, Any]] = []
+    for k, v in evidence.items():
+        if isinstance(v, Mapping):
+            for k2, v2 in v.items():
+                if isinstance(v2, list) and v2 and all(isinstance(x, Mapping) for x in v2):
+                    rows.append((f"{k}.{k2}", f"{len(v2)} (listed below)"))
+                else:
+                    rows.append((f"{k}.{k2}", v2))
+        else:
+            rows.append((str(k), v))
+    return rows
+
+
 def _finding(f: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
-    ev = list(_d(f.get("evidence")).items())
+    ev = _flat_evidence(_d(f.get("evidence")))
     return {"severity": f.get("severity", "info"), "sev_class": _sev(f), "code": f.get("code"),
             "title": f.get("title"), "action": f.get("action"),
             "evidence": [(str(k), compact(v, lim["text"])) for k, v in ev[: lim["evidence"]]],
