@@ -180,6 +180,8 @@ class Catalog:
     Args:
         path: DuckDB file (created when absent).
         read_only: open without taking the write lock.
+        wait: seconds to wait for another writer (see `locking`); 0 raises `CatalogBusy` at once,
+            naming it. Each operation also waits up to `CONNECT_WAIT_S` for a reader's brief hold.
     """
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False, wait: float = 0.0) -> None:
