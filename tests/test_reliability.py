@@ -208,7 +208,11 @@ def test_corpus_every_good_frame_is_kept(corpus_run):
     stats = json.loads((tmp / "stats.json").read_text())
     assert stats["sets"]["sim"]["n_usable"] == len(good)
     assert stats["sets"]["sim"]["n_usable"] + stats["sets"]["sim"]["n_skipped"] == stats["sets"]["sim"]["n_frames"]
-    # EXIF orientation applied: the 64x48 frame displays as 48x64
+    # EXIF orientation applied: the 64x48 frame (orientation 6) is catalogued as it displays, 48x64
+    con = duckdb.connect(str(db), read_only=True)
+    size = con.execute("SELECT width, height, exif_orientation FROM frames WHERE rgb_path LIKE '%exif_rotated.jpg'").fetchone()
+    con.close()
+    assert size == (48, 64, 6), size
     res = json.loads((tmp / "out" / "results.json").read_text())
     assert res["sets"]["sim"]["n_usable"] == len(good)
     assert (tmp / "out" / "report.html").stat().st_size > 10_000
