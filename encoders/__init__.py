@@ -13,16 +13,16 @@ only when an encoder is loaded or an open_clip name is requested. This package n
 
 from __future__ import annotations
 
-from .base import Encoder, EncoderInfo, file_sha256
-from .errors import EncoderError, UnsafeCheckpointError, WeightsUnavailableError
-from .preprocessing import Preprocessing, preprocess_images
-from .registry import get_encoder, list_encoders, register_encoder
+from encoders.base import Encoder, EncoderInfo, file_sha256
+from encoders.errors import EncoderError, UnsafeCheckpointError, WeightsUnavailableError
+from encoders.preprocessing import Preprocessing, preprocess_images
+from encoders.registry import get_encoder, list_encoders, register_encoder
 
 # Built-in adapters register themselves on import (no heavy imports at module level).
-from .efficientnet_lite import EfficientNetLiteEncoder  # noqa: E402
-from .open_clip_adapter import OpenClipEncoder  # noqa: E402
-from .pixel import PixelEncoder  # noqa: E402
-from .throughput import ForwardThroughput, measure_forward  # noqa: E402
+from encoders.efficientnet_lite import EfficientNetLiteEncoder  # noqa: E402
+from encoders.open_clip_adapter import OpenClipEncoder  # noqa: E402
+from encoders.pixel import PixelEncoder  # noqa: E402
+from encoders.throughput import ForwardThroughput, measure_forward  # noqa: E402
 
 
 def describe_encoders() -> list[EncoderInfo]:

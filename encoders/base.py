@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import numpy as np
 
-from .errors import EncoderError
-from .preprocessing import Preprocessing, preprocess_images
+from encoders.errors import EncoderError
+from encoders.preprocessing import Preprocessing, preprocess_images
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -15,7 +15,7 @@ import os
 import re
 import zipfile
 
-from .errors import EncoderError, UnsafeCheckpointError
+from encoders.errors import EncoderError, UnsafeCheckpointError
 
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors")
 

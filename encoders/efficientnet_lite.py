@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import Encoder, file_sha256
-from .errors import EncoderError, WeightsUnavailableError
-from .preprocessing import Preprocessing
-from .registry import register_encoder
+from encoders.base import Encoder, file_sha256
+from encoders.errors import EncoderError, WeightsUnavailableError
+from encoders.preprocessing import Preprocessing
+from encoders.registry import register_encoder
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

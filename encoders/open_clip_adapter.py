@@ -41,11 +41,11 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from .base import Encoder, file_sha256
-from .checkpoints import CHECKPOINT_SUFFIXES, check_weights_only
-from .errors import EncoderError, WeightsUnavailableError
-from .preprocessing import Preprocessing
-from .registry import OPEN_CLIP_PREFIX
+from encoders.base import Encoder, file_sha256
+from encoders.checkpoints import CHECKPOINT_SUFFIXES, check_weights_only
+from encoders.errors import EncoderError, WeightsUnavailableError
+from encoders.preprocessing import Preprocessing
+from encoders.registry import OPEN_CLIP_PREFIX
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

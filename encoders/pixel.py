@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import Encoder
-from .errors import EncoderError
-from .preprocessing import Preprocessing
-from .registry import register_encoder
+from encoders.base import Encoder
+from encoders.errors import EncoderError
+from encoders.preprocessing import Preprocessing
+from encoders.registry import register_encoder
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

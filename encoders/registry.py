@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, TypeVar
 
-from .base import Encoder
-from .errors import EncoderError
+from encoders.base import Encoder
+from encoders.errors import EncoderError
 
 OPEN_CLIP_PREFIX = "open_clip:"
 
@@ -70,7 +70,7 @@ def get_encoder(name: str, **kwargs: Any) -> Encoder:
     if factory is not None:
         return factory(**kwargs)
     if name.startswith(OPEN_CLIP_PREFIX):
-        from .open_clip_adapter import OpenClipEncoder
+        from encoders.open_clip_adapter import OpenClipEncoder
 
         return OpenClipEncoder.from_name(name, **kwargs)
     valid = ", ".join(list_encoders())

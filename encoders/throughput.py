@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .base import Encoder
-from .errors import EncoderError
+from encoders.base import Encoder
+from encoders.errors import EncoderError
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import __version__
-from .catalog import Catalog
-from .embed import embed_sets, load_encoder
-from .errors import InputError, InsufficientData
-from .findings import Finding, order_findings
-from .perception import insufficient_findings, perception_findings
-from .pipeline import stats_job
-from .ranking import EncoderScore, clip_band, rank_encoders
+from perception_gap import __version__
+from perception_gap.catalog import Catalog
+from perception_gap.embed import embed_sets, load_encoder
+from perception_gap.errors import InputError, InsufficientData
+from perception_gap.findings import Finding, order_findings
+from perception_gap.perception import insufficient_findings, perception_findings
+from perception_gap.pipeline import stats_job
+from perception_gap.ranking import EncoderScore, clip_band, rank_encoders
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -88,7 +88,7 @@ def _try(insufficient: dict[str, str], metric: str, fn: Callable[[], Any]) -> An
 
 def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, random_state: int = 0) -> dict[str, Any]:
     """The `encoders[]` entry of results.json for one (already embedded) encoder."""
-    from . import compare, probes
+    from perception_gap import compare, probes
 
     meta_s, emb_s = catalog.load_embeddings(sim, encoder.fingerprint)
     meta_r, emb_r = catalog.load_embeddings(real, encoder.fingerprint)
@@ -199,7 +199,7 @@ def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _boxes(per_frame: dict[str, list[dict[str, Any]]]) -> dict[str, list[Any]]:
-    from .detection import Box
+    from perception_gap.detection import Box
 
     return {path: [Box(category=b["category"], bbox=tuple(b["bbox"]), score=b["score"], area=b["area"],
                        iscrowd=b["iscrowd"]) for b in boxes] for path, boxes in per_frame.items()}
@@ -212,7 +212,7 @@ SELF_INFLICTED_AP = 0.9
 
 def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: int = 0) -> tuple[dict[str, Any] | None, list[Finding]]:
     """The `detection` part of results.json and its findings; (None, []) when no set has boxes."""
-    from . import detection
+    from perception_gap import detection
 
     ann = {sim: catalog.load_annotations(sim), real: catalog.load_annotations(real)}
     if not ann[sim] and not ann[real]:

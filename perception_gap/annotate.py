@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .catalog import Catalog
-from .errors import FrameError, InputError
+from perception_gap.catalog import Catalog
+from perception_gap.errors import FrameError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def attach_coco(catalog: Catalog, path: Path, set_name: str, source: str) -> Ann
         InputError: unreadable or malformed JSON, an unknown set, or no image of the file
             matching any frame of the set.
     """
-    from . import detection
+    from perception_gap import detection
 
     validate_source(source)
     try:
@@ -137,7 +137,7 @@ def load_mask_categories(path: Path | None) -> dict[int, str] | None:
 
 
 def _read_mask(path: Path) -> np.ndarray:
-    from .frames import decode_depth
+    from perception_gap.frames import decode_depth
 
     a = decode_depth(path)  # single-channel integer image or array, own dtype
     if not np.issubdtype(a.dtype, np.integer):
@@ -150,7 +150,7 @@ def _read_mask(path: Path) -> np.ndarray:
 def attach_masks(catalog: Catalog, mask_dir: Path, set_name: str, *,
                  categories: dict[int, str] | None = None) -> AnnotationReport:
     """Ground-truth boxes from instance-id masks: `<mask_dir>/<pair key>.png` (or .npy) per frame."""
-    from . import detection
+    from perception_gap import detection
 
     if not Path(mask_dir).is_dir():
         raise InputError(f"Expected `--masks` to be an existing folder, got {str(mask_dir)!r}.")

@@ -19,9 +19,9 @@ from typing import Any, Iterable, Iterator
 
 import duckdb
 
-from .errors import CatalogBusy, CatalogError, InputError
-from .locking import WriterLock
-from .stats import DepthStats, ImageStats
+from perception_gap.errors import CatalogBusy, CatalogError, InputError
+from perception_gap.locking import WriterLock
+from perception_gap.stats import DepthStats, ImageStats
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ if multiprocessing.parent_process() is not None:
 
 import numpy as np  # noqa: E402
 
-from .errors import FrameError  # noqa: E402
-from .frames import decode_depth, decode_rgb
-from .stats import DepthStats, ImageStats, depth_stats, image_stats_array, image_stats_pil
+from perception_gap.errors import FrameError  # noqa: E402
+from perception_gap.frames import decode_depth, decode_rgb
+from perception_gap.stats import DepthStats, ImageStats, depth_stats, image_stats_array, image_stats_pil
 
 log = logging.getLogger(__name__)
 

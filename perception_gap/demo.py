@@ -349,7 +349,7 @@ def colour_detect(rgb: np.ndarray, *, min_pixels: int = 12, sat_min: int = 110, 
 
 
 def _mask_boxes(ids: np.ndarray) -> list[tuple[str, tuple[float, float, float, float], float]]:
-    from .detection import mask_to_boxes
+    from perception_gap.detection import mask_to_boxes
 
     cats = {i + 1: o[0] for i, o in enumerate(OBJECTS)}
     return [(b.category, tuple(float(v) for v in b.bbox), float(b.area)) for b in mask_to_boxes(ids, categories=cats)]

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, InsufficientData
-from .stats import ImageStats
+from perception_gap.errors import InputError, InsufficientData
+from perception_gap.stats import ImageStats
 
 N_BOOT = 1000
 
@@ -144,7 +144,7 @@ def _cluster_resample_stat(values: np.ndarray, labels: np.ndarray, stat, n_boot:
 
 
 def _labels(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
-    from .compare import cluster_labels
+    from perception_gap.compare import cluster_labels
 
     return cluster_labels(episodes, n)
 
@@ -251,7 +251,7 @@ def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_ep
     (1/n_half1 + 1/n_half2)). A ratio near 1 is what two samples of the baseline's own
     distribution give.
     """
-    from . import compare
+    from perception_gap import compare
 
     n_b, n_c = len(emb_base), len(emb_cur)
     try:
@@ -274,7 +274,7 @@ def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_ep
 def auc_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None,
              cur_eps: Sequence[Hashable] | None, threshold: float, *, random_state: int = 0) -> Gate:
     """Grouped cross-validated AUC of a current-vs-baseline classifier."""
-    from . import compare
+    from perception_gap import compare
 
     try:
         auc = compare.domain_auc(emb_cur, emb_base, episodes_sim=cur_eps, episodes_real=base_eps,

@@ -19,8 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .catalog import Catalog
-from .errors import FrameError, InputError
+from perception_gap.catalog import Catalog
+from perception_gap.errors import FrameError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def _frame_to_uint8(path: str) -> np.ndarray:
     normalization they carry cannot be inverted without its constants, and guessing them would
     hide exactly the plumbing bug this tool looks for.
     """
-    from .frames import decode_rgb
+    from perception_gap.frames import decode_rgb
 
     img = decode_rgb(Path(path))
     if not isinstance(img, np.ndarray):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps
 
-from .errors import FrameError
+from perception_gap.errors import FrameError
 
 IMAGE_EXTS = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm"})
 ARRAY_EXTS = frozenset({".npy"})

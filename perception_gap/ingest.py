@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .catalog import Catalog
-from .errors import FrameError, InputError
-from .frames import DEPTH_EXTS, EXR_EXTS, RGB_EXTS, probe, read_bytes
-from .stats import parse_depth_unit
+from perception_gap.catalog import Catalog
+from perception_gap.errors import FrameError, InputError
+from perception_gap.frames import DEPTH_EXTS, EXR_EXTS, RGB_EXTS, probe, read_bytes
+from perception_gap.stats import parse_depth_unit
 
 log = logging.getLogger(__name__)
 

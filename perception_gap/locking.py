@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import CatalogBusy, CatalogError
+from perception_gap.errors import CatalogBusy, CatalogError
 
 POLL_S = 0.1
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .findings import Finding
-from .ranking import CLIP_INTERVENE, CLIP_STABLE, CLIP_WIDEN, clip_band
+from perception_gap.findings import Finding
+from perception_gap.ranking import CLIP_INTERVENE, CLIP_STABLE, CLIP_WIDEN, clip_band
 
 # An encoder "keeps sim and real apart" when its distance is this many times its noise floor.
 FAR_FACTOR = 2.0

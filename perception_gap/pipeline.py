@@ -9,13 +9,13 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
-from . import __version__
-from .catalog import Catalog
-from .compute import depth_stats_job, rgb_stats_job, worker_init
-from .errors import InputError
-from .records import FrameRecord, SetRecords
-from .stats import DepthStats, ImageStats, parse_depth_unit
-from .summary import summarize_set
+from perception_gap import __version__
+from perception_gap.catalog import Catalog
+from perception_gap.compute import depth_stats_job, rgb_stats_job, worker_init
+from perception_gap.errors import InputError
+from perception_gap.records import FrameRecord, SetRecords
+from perception_gap.stats import DepthStats, ImageStats, parse_depth_unit
+from perception_gap.summary import summarize_set
 
 log = logging.getLogger(__name__)
 
@@ -185,8 +185,8 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
         The `sets`, `stats`, `pairs` and `findings` parts of results.json, plus `config` and
         `version`.
     """
-    from .findings import order_findings
-    from .plumbing import diagnose
+    from perception_gap.findings import order_findings
+    from perception_gap.plumbing import diagnose
 
     if sim == real:
         raise InputError(f"Expected two different sets for --sim and --real, got {sim!r} twice.")

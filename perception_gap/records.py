@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .stats import DepthStats, ImageStats
+from perception_gap.stats import DepthStats, ImageStats
 
 
 @dataclass(frozen=True)

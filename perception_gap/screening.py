@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .compare import (
+from perception_gap.compare import (
     DEFAULT_N_COMPONENTS,
     _centred_ci,
     _cluster_stats,
@@ -39,8 +39,8 @@ from .compare import (
     _Rows,
     _scaled_distance,
 )
-from .errors import InputError, InsufficientData
-from .stats import ImageStats
+from perception_gap.errors import InputError, InsufficientData
+from perception_gap.stats import ImageStats
 
 N_BOOT = 1_000
 

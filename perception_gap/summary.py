@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .records import SetRecords
-from .stats import DEPTH_HIST_LOG10, DEPTH_PERCENTILES, HIST_BINS, LUM_PERCENTILES
+from perception_gap.records import SetRecords
+from perception_gap.stats import DEPTH_HIST_LOG10, DEPTH_PERCENTILES, HIST_BINS, LUM_PERCENTILES
 
 
 def _f(x: float | None, nd: int = 6) -> float | None:

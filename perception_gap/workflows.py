@@ -12,14 +12,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import __version__
-from .analysis import default_encoders
-from .catalog import Catalog
-from .embed import embed_sets, load_encoder
-from .errors import InputError, InsufficientData
-from .findings import Finding, order_findings
-from .pipeline import compute_stats, load_set_records, set_info
-from .summary import summarize_set
+from perception_gap import __version__
+from perception_gap.analysis import default_encoders
+from perception_gap.catalog import Catalog
+from perception_gap.embed import embed_sets, load_encoder
+from perception_gap.errors import InputError, InsufficientData
+from perception_gap.findings import Finding, order_findings
+from perception_gap.pipeline import compute_stats, load_set_records, set_info
+from perception_gap.summary import summarize_set
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -44,8 +44,8 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
         results.json with `sets`, `stats`, `findings` (each sim's plumbing diagnoses, then the
         screening verdict), `screen` (see `screening.rank_renderings`), `config`, `version`.
     """
-    from . import screening
-    from .plumbing import diagnose
+    from perception_gap import screening
+    from perception_gap.plumbing import diagnose
 
     if len(sims) < 2:
         raise InputError(f"Expected at least two --sim sets to screen, got {len(sims)}.")
@@ -247,7 +247,7 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
         results.json with `sets`, `stats`, `findings` (one per failed gate), `drift` (`gates`,
         `passed`, `history`), `encoders`, `config`, `version`.
     """
-    from . import drift as dr
+    from perception_gap import drift as dr
 
     cfg = config or dr.load_config(None)
     if baseline == current:
@@ -369,9 +369,9 @@ def drift_history(catalog: Catalog, baseline: str | None = None) -> list[dict[st
 
 
 def _detector_gates(catalog: Catalog, baseline: str, current: str, threshold: float) -> list[Any]:
-    from . import drift as dr
-    from .analysis import _boxes
-    from .detection import coco_summary
+    from perception_gap import drift as dr
+    from perception_gap.analysis import _boxes
+    from perception_gap.detection import coco_summary
 
     ann = {n: catalog.load_annotations(n) for n in (baseline, current)}
     if "gt" not in ann[baseline] or "gt" not in ann[current]:

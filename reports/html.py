@@ -16,9 +16,9 @@ from typing import Any, Mapping
 from jinja2 import Environment
 from markupsafe import Markup
 
-from . import plots
-from .format import MISSING, ci, compact, num, num_list, signed
-from .template import TEMPLATE
+from reports import plots
+from reports.format import MISSING, ci, compact, num, num_list, signed
+from reports.template import TEMPLATE
 
 logger = logging.getLogger(__name__)
 
