@@ -145,7 +145,7 @@ def _bare_decode(paths: list[str]) -> int:
 
 def _pool_context():
     """The pipeline's own pool context (fork on Linux), so both sides start workers alike."""
-    from perception_gap.pipeline import _pool_context
+    from perception_gap.workflows.stats import _pool_context
 
     return _pool_context()
 
@@ -218,7 +218,7 @@ def _breakdown(paths: list[str]) -> dict[str, float]:
     from PIL import Image
 
     from perception_gap.frames import decode_rgb
-    from perception_gap.stats import image_stats_pil
+    from perception_gap.statistics.image import image_stats_pil
 
     best = {"bare decode": 9e9, "decode_rgb": 9e9, "image_stats_pil": 9e9}
     for _ in range(3):
@@ -241,7 +241,7 @@ def _breakdown(paths: list[str]) -> dict[str, float]:
 
 def breakdown(paths: list[str]) -> dict[str, float]:
     """`_breakdown` in a fresh forkserver worker set up like the pipeline's."""
-    from perception_gap.compute import worker_init
+    from perception_gap.statistics.workers import worker_init
 
     with ProcessPoolExecutor(max_workers=1, mp_context=_pool_context(), initializer=worker_init) as pool:
         return pool.submit(_breakdown, paths).result()
@@ -253,7 +253,7 @@ def ours(folder: Path, db_dir: Path, tag: str, workers: int) -> tuple[Timing, in
     """Index folder into a fresh catalog (not timed), then time compute_stats on it."""
     from perception_gap.catalog import Catalog
     from perception_gap.ingest import index_folder
-    from perception_gap.pipeline import compute_stats
+    from perception_gap.workflows.stats import compute_stats
 
     db = db_dir / f"{tag}.duckdb"
     with Catalog(db) as cat:
@@ -268,7 +268,7 @@ def ours(folder: Path, db_dir: Path, tag: str, workers: int) -> tuple[Timing, in
 
 
 def measure(name: str, folder: Path, db_dir: Path, repeat: int, workers: int) -> dict[str, float | None]:
-    from perception_gap.pipeline import CHUNK
+    from perception_gap.workflows.stats import CHUNK
 
     paths = [str(p) for p in sorted(folder.iterdir())]
     n = len(paths)
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="timed repeats; medians reported (default 3)")
     ap.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
     args = ap.parse_args(argv)
-    from perception_gap.pipeline import default_workers
+    from perception_gap.workflows.stats import default_workers
 
     workers = args.workers or default_workers()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from encoders.base import Encoder, EncoderInfo, file_sha256
 from encoders.errors import EncoderError, UnsafeCheckpointError, WeightsUnavailableError
 from encoders.preprocessing import Preprocessing, preprocess_images
-from encoders.registry import get_encoder, list_encoders, register_encoder
+from encoders.registry import get_encoder, list_encoders, register_encoder, register_prefix
 
 # Built-in adapters register themselves on import (no heavy imports at module level).
 from encoders.efficientnet_lite import EfficientNetLiteEncoder  # noqa: E402
@@ -48,4 +48,5 @@ __all__ = [
     "measure_forward",
     "preprocess_images",
     "register_encoder",
+    "register_prefix",
 ]

@@ -45,13 +45,14 @@ from encoders.base import Encoder, file_sha256
 from encoders.checkpoints import CHECKPOINT_SUFFIXES, check_weights_only
 from encoders.errors import EncoderError, WeightsUnavailableError
 from encoders.preprocessing import Preprocessing
-from encoders.registry import OPEN_CLIP_PREFIX
+from encoders.registry import register_prefix
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 log = logging.getLogger(__name__)
 
+OPEN_CLIP_PREFIX = "open_clip:"
 LOCAL_DIR_PREFIX = "local-dir:"
 _HF_WEIGHTS_NAME = "open_clip_pytorch_model.bin"
 _HF_SAFE_WEIGHTS_NAME = "open_clip_model.safetensors"
@@ -390,3 +391,6 @@ def _to_preprocessing(pp: dict[str, Any]) -> Preprocessing:
         input_scale=255.0,
         fill=float(pp.get("fill_color", 0)) / 255.0,
     )
+
+
+register_prefix(OPEN_CLIP_PREFIX, OpenClipEncoder.from_name, "open_clip:ARCH:PRETRAINED")

@@ -1,9 +1,11 @@
 """Name -> encoder factory registry.
 
 `register_encoder(name)` decorates (or is called with) a factory: any callable taking keyword
-arguments (`device=...`, adapter options) and returning an `Encoder`. Names of the form
-`open_clip:ARCH:PRETRAINED` are not registered: `get_encoder` resolves them to the open_clip
-adapter on demand.
+arguments (`device=...`, adapter options) and returning an `Encoder`. A family of open-ended
+names (`open_clip:ARCH:PRETRAINED`) is registered once by its adapter with
+`register_prefix(prefix, resolver, form)`; `get_encoder` hands such names to the resolver.
+Adapters import this module, never the other way round: the registry knows them by
+registration only.
 """
 
 from __future__ import annotations
@@ -14,13 +16,32 @@ from typing import Any, Callable, TypeVar
 from encoders.base import Encoder
 from encoders.errors import EncoderError
 
-OPEN_CLIP_PREFIX = "open_clip:"
-
 Factory = Callable[..., Encoder]
 F = TypeVar("F", bound=Factory)
 
 _REGISTRY: dict[str, Factory] = {}
+# prefix -> (resolver taking the whole name and the factory's keyword arguments, the name's form for messages)
+_PREFIXES: dict[str, tuple[Callable[..., Encoder], str]] = {}
 _LOCK = threading.Lock()
+
+
+def register_prefix(prefix: str, resolver: Callable[..., Encoder], form: str) -> None:
+    """Route every name starting with `prefix` to `resolver(name, **kwargs)`.
+
+    Args:
+        prefix: e.g. `open_clip:`; reserved from then on (`register_encoder` refuses it).
+        resolver: builds the encoder from the whole name and the factory keyword arguments.
+        form: how such names look, for error messages (`open_clip:ARCH:PRETRAINED`).
+
+    Raises:
+        EncoderError: the prefix is empty or already registered.
+    """
+    if not isinstance(prefix, str) or not prefix:
+        raise EncoderError(f"Expected `prefix` as a non-empty string, got {prefix!r}.")
+    with _LOCK:
+        if prefix in _PREFIXES:
+            raise EncoderError(f"Encoder prefix {prefix!r} is already registered.")
+        _PREFIXES[prefix] = (resolver, form)
 
 
 def register_encoder(name: str, factory: F | None = None) -> Any:
@@ -31,8 +52,10 @@ def register_encoder(name: str, factory: F | None = None) -> Any:
     """
     if not isinstance(name, str) or not name or name != name.strip():
         raise EncoderError(f"Expected `name` as a non-empty string without spaces around it, got {name!r}.")
-    if name.startswith(OPEN_CLIP_PREFIX):
-        raise EncoderError(f"Expected a name not starting with {OPEN_CLIP_PREFIX!r} (reserved), got {name!r}.")
+    with _LOCK:
+        reserved = [p for p in _PREFIXES if name.startswith(p)]
+    if reserved:
+        raise EncoderError(f"Expected a name not starting with {reserved[0]!r} (reserved), got {name!r}.")
 
     def deco(f: F) -> F:
         if not callable(f):
@@ -67,13 +90,12 @@ def get_encoder(name: str, **kwargs: Any) -> Encoder:
         raise EncoderError(f"Expected the encoder name as a string, got {type(name).__name__}.")
     with _LOCK:
         factory = _REGISTRY.get(name)
+        prefixes = dict(_PREFIXES)
     if factory is not None:
         return factory(**kwargs)
-    if name.startswith(OPEN_CLIP_PREFIX):
-        from encoders.open_clip_adapter import OpenClipEncoder
-
-        return OpenClipEncoder.from_name(name, **kwargs)
+    for prefix, (resolver, _form) in prefixes.items():
+        if name.startswith(prefix):
+            return resolver(name, **kwargs)
     valid = ", ".join(list_encoders())
-    raise EncoderError(
-        f"Unknown encoder {name!r}; expected one of: {valid}, or open_clip:ARCH:PRETRAINED."
-    )
+    forms = "".join(f", or {form}" for _resolver, form in prefixes.values())
+    raise EncoderError(f"Unknown encoder {name!r}; expected one of: {valid}{forms}.")

@@ -49,6 +49,14 @@ class EmbedReport:
     model_loaded: bool
 
 
+def default_encoders() -> list[str]:
+    """Every registered encoder whose weights are available here."""
+    import encoders
+
+    return [i.name for i in encoders.describe_encoders() if i.weights_available]
+
+
+
 def load_encoder(name: str, *, device: str = "auto") -> Any:
     """An encoder by name, with engine errors (one line) for unknown names or missing weights."""
     import encoders

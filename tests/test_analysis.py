@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 import cli
-from perception_gap.analysis import run_job
+from perception_gap.workflows.run import run_job
 from perception_gap.catalog import Catalog
 from perception_gap.findings import Finding
 from perception_gap.ingest import index_manifest

@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 import cli
-from perception_gap.analysis import detection_results, run_job
+from perception_gap.workflows.detection import detection_results
+from perception_gap.workflows.run import run_job
 from perception_gap.annotate import attach_coco, attach_masks
 from perception_gap.catalog import Catalog
 from perception_gap.errors import InputError
@@ -54,7 +55,7 @@ def test_voc100_through_the_catalog_matches_the_official_evaluator(shared_data, 
         g = attach_coco(cat, gt_path, "voc", "gt")
         d = attach_coco(cat, det_path, "voc", "yolo")
         from perception_gap import detection
-        from perception_gap.analysis import _boxes
+        from perception_gap.workflows.detection import boxes_from_rows as _boxes
 
         ann = cat.load_annotations("voc")
         sizes = {p: (w, h) for p, _k, w, h in cat.frame_sizes("voc")}

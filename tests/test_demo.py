@@ -50,7 +50,7 @@ pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=_PROBLEM or "")
 import cli  # noqa: E402
 from perception_gap.catalog import Catalog  # noqa: E402
 from perception_gap.demo import INJECTIONS, OBJECTS, build_demo, colour_detect  # noqa: E402
-from perception_gap.pipeline import stats_job  # noqa: E402
+from perception_gap.workflows.stats import stats_job  # noqa: E402
 
 TINY = {"n_episodes": 2, "steps": 4, "size": (96, 72)}
 

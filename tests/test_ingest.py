@@ -17,7 +17,7 @@ from PIL import Image
 from perception_gap.catalog import SCHEMA_VERSION, Catalog
 from perception_gap.errors import CatalogError, InputError
 from perception_gap.ingest import index_folder, index_manifest
-from perception_gap.pipeline import compute_stats, load_set_records, stats_job
+from perception_gap.workflows.stats import compute_stats, load_set_records, stats_job
 
 
 def img(seed: int, h: int = 48, w: int = 64) -> np.ndarray:

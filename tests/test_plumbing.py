@@ -31,8 +31,9 @@ from perception_gap.plumbing import (
     srgb_to_linear,
     swap_costs,
 )
-from perception_gap.records import FrameRecord, SetRecords
-from perception_gap.stats import depth_stats, image_stats_array, image_stats_pil
+from perception_gap.statistics.records import FrameRecord, SetRecords
+from perception_gap.statistics.depth import depth_stats
+from perception_gap.statistics.image import image_stats_array, image_stats_pil
 
 try:
     import faults as F

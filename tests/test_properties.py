@@ -48,14 +48,16 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from PIL import Image
 
-from perception_gap import detection, drift
+from perception_gap import detection
+from perception_gap.workflows import drift_gates as drift
 from perception_gap.compare import (RANK_TOL, centroid_distance, centroid_distance_ci, cluster_labels, domain_auc,
                                     grouped_folds, mmd, noise_floor, pair_cosine_distances, paired_cosine)
-from perception_gap.compute import rgb_stats_job
+from perception_gap.statistics.workers import rgb_stats_job
 from perception_gap.detection import Box, coco_summary
 from perception_gap.errors import InsufficientData
 from perception_gap.probes import probe
-from perception_gap.stats import depth_stats, image_stats_array, image_stats_pil
+from perception_gap.statistics.depth import depth_stats
+from perception_gap.statistics.image import image_stats_array, image_stats_pil
 
 
 def fast(n: int) -> settings:

@@ -9,16 +9,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from PIL import Image
 
-from perception_gap.stats import (
-    DEPTH_PERCENTILES,
-    LUM_PERCENTILES,
-    depth_stats,
-    image_stats_array,
-    image_stats_pil,
-    infer_depth_unit,
-    parse_depth_unit,
-    sample_stride,
-)
+from perception_gap.statistics.depth import DEPTH_PERCENTILES, depth_stats, infer_depth_unit, parse_depth_unit
+from perception_gap.statistics.image import LUM_PERCENTILES, image_stats_array, image_stats_pil
+from perception_gap.statistics.sampling import sample_stride
 
 
 def textured(h: int = 240, w: int = 320, seed: int = 0) -> np.ndarray:
@@ -219,7 +212,7 @@ def test_property_pil_and_array_paths_agree_and_are_bounded(a):
 
 
 def test_channel_histograms_match_numpy_reference():
-    from perception_gap.stats import HIST_BINS
+    from perception_gap.statistics.image import HIST_BINS
 
     a = textured(480, 640, seed=5)
     s = image_stats_pil(Image.fromarray(a))
@@ -237,7 +230,7 @@ def test_channel_histograms_match_numpy_reference():
 
 
 def test_depth_log_histogram_reference_and_unit_shift():
-    from perception_gap.stats import DEPTH_HIST_BINS, DEPTH_HIST_BINS_PER_DECADE, DEPTH_HIST_LOG10
+    from perception_gap.statistics.depth import DEPTH_HIST_BINS, DEPTH_HIST_BINS_PER_DECADE, DEPTH_HIST_LOG10
 
     rng = np.random.default_rng(4)
     d = rng.uniform(0.3, 2.5, (240, 320)).astype(np.float32)
@@ -261,8 +254,8 @@ def test_depth_log_histogram_reference_and_unit_shift():
 
 
 def test_set_histograms_are_frame_means():
-    from perception_gap.records import FrameRecord, SetRecords
-    from perception_gap.summary import summarize_set
+    from perception_gap.statistics.records import FrameRecord, SetRecords
+    from perception_gap.statistics.summary import summarize_set
 
     frames = [textured(60, 80, seed=i) for i in range(4)]
     depths = [np.full((30, 40), z, np.float32) for z in (0.5, 0.5, 2.0, 2.0)]

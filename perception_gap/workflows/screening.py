@@ -40,7 +40,7 @@ from perception_gap.compare import (
     _scaled_distance,
 )
 from perception_gap.errors import InputError, InsufficientData
-from perception_gap.stats import ImageStats
+from perception_gap.statistics.image import ImageStats
 
 N_BOOT = 1_000
 

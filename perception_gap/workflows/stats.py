@@ -1,4 +1,9 @@
-"""Stages that combine the catalog with the pure math: statistics and the `stats` job."""
+"""The statistics stage: per-frame statistics for a catalog's sets, and the `stats` job.
+
+Combines the catalog (what is new, what is cached) with the worker pool of
+`perception_gap.statistics.workers`, loads a set's records for the diagnoses, and runs the
+`stats` command: statistics of a sim and a real set, then the plumbing diagnoses.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +14,14 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
-from perception_gap import __version__
+from perception_gap.version import __version__
 from perception_gap.catalog import Catalog
-from perception_gap.compute import depth_stats_job, rgb_stats_job, worker_init
+from perception_gap.statistics.workers import depth_stats_job, rgb_stats_job, worker_init
 from perception_gap.errors import InputError
-from perception_gap.records import FrameRecord, SetRecords
-from perception_gap.stats import DepthStats, ImageStats, parse_depth_unit
-from perception_gap.summary import summarize_set
+from perception_gap.statistics.records import FrameRecord, SetRecords
+from perception_gap.statistics.depth import DepthStats, parse_depth_unit
+from perception_gap.statistics.image import ImageStats
+from perception_gap.statistics.summary import summarize_set
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from perception_gap.errors import InputError, InsufficientData
-from perception_gap.stats import ImageStats
+from perception_gap.statistics.image import ImageStats
 
 N_BOOT = 1000
 

@@ -1,0 +1,68 @@
+"""`drift`: new frames gated against a baseline (exit 1 when a gate fails), `--history`, and their text form."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from perception_gap.commands.output import atomic_write_text, dumps, encoder_names, fail, fmt, progress_bar, write_outputs
+
+
+def _print_drift(res: dict[str, Any], out_dir: Path) -> None:
+    d = res["drift"]
+    print(f"drift check: {d['current']!r} against baseline {d['baseline']!r}")
+    print(f"  {'gate':<34} {'value':>9} {'threshold':>9}  result")
+    for g in d["gates"]:
+        extra = f" ({g['reason']})" if g["status"] == "skipped" and g.get("reason") else ""
+        print(f"  {g['name']:<34} {fmt(g['value']):>9} {fmt(g['threshold']):>9}  {g['status']}{extra}")
+    print("PASSED" if d["passed"] else "FAILED: " + ", ".join(g["name"] for g in d["gates"] if g["status"] == "failed"))
+    for f in res["findings"]:
+        print(f"- {f['title']}\n  action: {f['action']}")
+    print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
+
+
+def _print_history(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        print("no drift runs recorded yet")
+        return
+    print(f"{'run':>5}  {'when':<26} {'baseline':<20} {'current':<20} result")
+    for h in rows:
+        res = "passed" if h["passed"] else "FAILED: " + ", ".join(h["failed"])
+        print(f"{h['run_id']:>5}  {h['started_at'][:26]:<26} {str(h['baseline'])[:20]:<20} {str(h['current'])[:20]:<20} {res}")
+
+
+def execute(args: argparse.Namespace) -> int:
+    from perception_gap.catalog import Catalog
+    from perception_gap.workflows.drift_gates import load_config
+    from perception_gap.workflows import drift_history, drift_job
+
+    if args.history:
+        with Catalog(args.db, read_only=True, wait=args.wait) as cat:
+            rows = drift_history(cat, args.baseline)
+        if args.json:
+            atomic_write_text(Path(args.json), dumps({"drift": {"history": rows}}))
+        if not args.quiet:
+            _print_history(rows)
+        return 0
+    missing = [f for f, v in (("--baseline", args.baseline), ("--current", args.current), ("--out", args.out)) if not v]
+    if missing:
+        return fail(f"drift needs {', '.join(missing)} (or --history).")
+    cfg = load_config(args.config)
+    if args.current_dir:
+        rc = args.main(["index", args.current_dir, "--set", args.current, "--domain", args.domain, "--db", args.db, "-q"]
+                  + (["--workers", str(args.workers)] if args.workers else []))
+        if rc:
+            return rc
+    out_dir = Path(args.out)
+    progress, close = progress_bar(args, "drift")
+    with Catalog(args.db, wait=args.wait) as cat:
+        try:
+            res = drift_job(cat, args.baseline, args.current, encoder_names=encoder_names(args.encoders), config=cfg,
+                            device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress)
+        finally:
+            close()
+    write_outputs(res, out_dir, args.json)
+    if not args.quiet:
+        _print_drift(res, out_dir)
+    return 0 if res["drift"]["passed"] else 1

@@ -1,0 +1,48 @@
+"""`encoders` (what is registered, with its preprocessing) and `embed` (cached embeddings)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from perception_gap.commands.output import atomic_write_text, dumps, fmt, progress_bar, say
+
+
+def execute_encoders(args: argparse.Namespace) -> int:
+    import encoders
+
+    infos = encoders.describe_encoders()
+    if args.json:
+        atomic_write_text(Path(args.json), dumps([
+            {"name": i.name, "family": i.family, "dim": i.dim, "preprocessing": i.preprocessing.to_dict(),
+             "weights_available": i.weights_available, "weights": i.weights} for i in infos]))
+    if not args.quiet:
+        print(f"{'name':<20} {'family':<9} {'dim':>5}  {'input':<8} {'resize':<22} {'mean / std':<34} weights")
+        for i in infos:
+            p = i.preprocessing
+            ms = f"{fmt(list(p.mean))} / {fmt(list(p.std))}"
+            print(f"{i.name:<20} {i.family:<9} {i.dim:>5}  {p.size[0]}x{p.size[1]:<5} "
+                  f"{p.interpolation + ' ' + p.resize_mode:<22} {ms:<34} {'yes' if i.weights_available else 'NO'}")
+        print("also: open_clip:ARCH:PRETRAINED (an open_clip tag cached locally, or a checkpoint path "
+              ".pt/.bin/.safetensors or local-dir:PATH)")
+    return 0
+
+
+def execute(args: argparse.Namespace) -> int:
+    from perception_gap.catalog import Catalog
+    from perception_gap.embed import embed_sets, parse_encoder_list
+
+    names = parse_encoder_list(args.encoder)
+    progress, close = progress_bar(args, "embed")
+    with Catalog(args.db, wait=args.wait) as cat:
+        try:
+            reports = embed_sets(cat, names, args.set, device=args.device, batch_size=args.batch_size,
+                                 workers=args.workers or 2, progress=progress)
+        finally:
+            close()
+    for r in reports:
+        rate = f", {r.embedded / r.seconds:.1f} frames/s" if r.embedded and r.seconds > 0 else ""
+        say(args, f"{r.encoder} ({r.dim}-d, fingerprint {r.fingerprint[:12]}): {r.embedded} embedded, "
+                   f"{r.skipped} skipped, {r.todo - r.embedded - r.skipped} left{rate}; "
+                   f"{'all cached' if not r.todo else f'{r.seconds:.1f}s'}")
+    return 0

@@ -1,0 +1,50 @@
+"""`run`: the whole analysis of a sim and a real set into results.json and report.html, and its text form."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from perception_gap.commands.output import fmt, progress_bar, write_outputs
+
+
+def _print_run(res: dict[str, Any], out_dir: Path) -> None:
+    print(f"sim {res['config']['sim']!r} vs real {res['config']['real']!r}: {res['pairs']['n_pairs']} pairs")
+    print(f"{'rank':>4}  {'encoder':<22} {'distance (95% CI)':<24} {'floor':>6} {'AUC':>5} {'cos':>6} {'probe s->r':>10}")
+    for e in res["encoders"]:
+        ci = e.get("centroid_distance_norm_ci") or {}
+        dist = (f"{fmt(e['centroid_distance_norm'])} ({fmt(ci.get('low'))}-{fmt(ci.get('high'))})"
+                if e.get("centroid_distance_norm") is not None else "-")
+        front = "*" if e.get("pareto_front") else " "
+        print(f"{fmt(e.get('rank')):>4}{front} {e['name']:<22} {dist:<24} {fmt(e.get('noise_floor')):>6} "
+              f"{fmt(e.get('domain_auc')):>5} {fmt((e.get('paired_cosine') or {}).get('mean')):>6} "
+              f"{fmt((e.get('probe') or {}).get('sim_to_real')):>10}")
+    print("(* on the Pareto front of gap vs probe; distance = normalized PCA centroid distance, floor = real-vs-real)")
+    if not res["findings"]:
+        print("findings: none")
+    for i, f in enumerate(res["findings"], 1):
+        print(f"{i}. [{f['severity']}] {f['code']}: {f['title']}")
+        if f.get("action"):
+            print(f"   action: {f['action']}")
+    print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
+
+
+def execute(args: argparse.Namespace) -> int:
+    from perception_gap.workflows.run import run_job
+    from perception_gap.catalog import Catalog
+    from perception_gap.embed import parse_encoder_list
+
+    names = parse_encoder_list(args.encoders) if args.encoders else None
+    out_dir = Path(args.out)
+    progress, close = progress_bar(args, "run")
+    with Catalog(args.db, wait=args.wait) as cat:
+        try:
+            res = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
+                          batch_size=args.batch_size, workers=args.workers, progress=progress)
+        finally:
+            close()
+    write_outputs(res, out_dir, args.json)
+    if not args.quiet:
+        _print_run(res, out_dir)
+    return 0

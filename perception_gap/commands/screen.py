@@ -1,0 +1,49 @@
+"""`screen`: which of several renderings is closest to real, and its text form."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from perception_gap.commands.output import encoder_names, fmt, progress_bar, write_outputs
+
+
+def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
+    scr = res["screen"]
+    print(f"screening {len(scr['ranking'])} renderings against real {res['config']['real']!r} "
+          f"over {len(scr['views'])} views ({', '.join(scr['views'])}); {scr['n_scenes']} scenes")
+    print(f"{'rank':>4}  {'sim set':<28} {'distance (95% CI)':<26}")
+    for r in scr["ranking"]:
+        c = r["ci"]
+        print(f"{r['rank']:>4}  {r['set']:<28} {fmt(r['distance'])} ({fmt(c.get('low'))}-{fmt(c.get('high'))})")
+    for p in scr["pairwise"]:
+        c = p["ci"]
+        verdict = "significant" if p["significant"] else "not significant"
+        print(f"  {p['closer']} closer than {p['farther']} by {fmt(p['difference'])} "
+              f"(95% CI {fmt(c.get('low'))} to {fmt(c.get('high'))}): {verdict}")
+    print(f"closest: {scr['closest']!r}" if scr["closest"] else "closest: no rendering is significantly closer than every other")
+    if "baseline" in scr:
+        print(f"--fail-if-worse {scr['baseline']!r}: " + ("passed" if scr["passed"] else
+              "FAILED (significantly farther: " + ", ".join(scr["worse_than_baseline"]) + ")"))
+    print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
+
+
+def execute(args: argparse.Namespace) -> int:
+    from perception_gap.catalog import Catalog
+    from perception_gap.workflows import screen_job
+
+    sims = [s for item in args.sim for s in item.split(",") if s]
+    out_dir = Path(args.out)
+    progress, close = progress_bar(args, "screen")
+    with Catalog(args.db, wait=args.wait) as cat:
+        try:
+            res = screen_job(cat, sims, args.real, encoder_names=encoder_names(args.encoders),
+                             baseline=args.fail_if_worse, device=args.device, batch_size=args.batch_size,
+                             workers=args.workers, n_boot=args.n_boot, progress=progress)
+        finally:
+            close()
+    write_outputs(res, out_dir, args.json)
+    if not args.quiet:
+        _print_screen(res, out_dir)
+    return 1 if res["screen"].get("passed") is False else 0

@@ -1,0 +1,59 @@
+"""`stats`: raw statistics and plumbing diagnoses of a sim and a real set, and their text form."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from perception_gap.commands.output import atomic_write_text, dumps, fmt, progress_bar
+
+
+def _print_stats(res: dict[str, Any]) -> None:
+    sets, stats = res["sets"], res["stats"]
+    for name, info in sets.items():
+        s = stats.get(name, {})
+        print(f"{info['role']} set {name!r} ({info['domain']}): {info['n_usable']} usable of {info['n_frames']} frames, {info['n_skipped']} skipped")
+        for sk in info["skipped"][:10]:
+            print(f"    skipped {sk['path']}: {sk['reason']}")
+        if info["n_skipped"] > 10:
+            print(f"    ... and {info['n_skipped'] - 10} more (see --json)")
+        if s.get("n_images"):
+            print(f"    size {fmt(s['sizes'])}  dtype {fmt(s['dtypes'])}  jpeg {fmt(s['jpeg_fraction'])}")
+            print(f"    channel mean {fmt(s['channel_mean'])}  std {fmt(s['channel_std'])}  range [{fmt(min(s['channel_min']))}, {fmt(max(s['channel_max']))}]")
+            lp = s["lum_percentiles"]
+            print(f"    luma p1/p50/p99 {fmt(lp['p1'])}/{fmt(lp['p50'])}/{fmt(lp['p99'])}  sharpness {fmt(s['sharpness'])}  hf ratio {fmt(s['hf_ratio'])}")
+        d = s.get("depth")
+        if d:
+            p = d["percentiles"] or {}
+            print(f"    depth {fmt(d['dtypes'])} unit {fmt(d['inferred_units'])} p1/p50/p99 {fmt(p.get('p1'))}/{fmt(p.get('p50'))}/{fmt(p.get('p99'))}  dropout {fmt(d['dropout_mean'])}")
+        for vec in ("action", "proprio"):
+            v = s.get(vec)
+            if v:
+                print(f"    {vec} ({v['dim']}-d) min {fmt(v['min'])} max {fmt(v['max'])}")
+    p = res["pairs"]
+    print(f"pairs: {p['n_pairs']} matched, {p['n_unpaired_sim']} sim and {p['n_unpaired_real']} real frames unpaired")
+    findings = res["findings"]
+    if not findings:
+        print("findings: none (no plumbing bug and no appearance gap found in the raw statistics)")
+    for i, f in enumerate(findings, 1):
+        print(f"{i}. [{f['severity']}] {f['code']}: {f['title']}")
+        if f.get("action"):
+            print(f"   action: {f['action']}")
+
+
+def execute(args: argparse.Namespace) -> int:
+    from perception_gap.catalog import Catalog
+    from perception_gap.workflows.stats import stats_job
+
+    progress, close = progress_bar(args, "stats")
+    with Catalog(args.db, wait=args.wait) as cat:
+        try:
+            res = stats_job(cat, args.sim, args.real, workers=args.workers, progress=progress)
+        finally:
+            close()
+    if args.json:
+        atomic_write_text(Path(args.json), dumps(res))
+    if not args.quiet:
+        _print_stats(res)
+    return 0

@@ -1,0 +1,333 @@
+"""Per-frame raw statistics: small pure functions on decoded pixels.
+
+Two entry points compute the same numbers: `image_stats_pil` on an 8-bit PIL image (the fast
+path: the heavy lifting stays in Pillow's C code) and `image_stats_array` on any numpy array
+(16-bit, float observation arrays, already-normalized tensors). Values are always reported in
+the frame's own units; nothing is rescaled. Where a number needs a [0, 1] scale (sharpness,
+linear-light means) the scale comes from the dtype (255 for uint8, 65535 for uint16) and is
+recorded as `nominal_max`; float arrays have no nominal scale and keep their own units.
+
+Sampling. Intensity statistics (per-channel moments, extrema, luminance percentiles) are
+computed on a regular pixel grid of stride `s = floor(sqrt(H*W / 8192))` (at least 1) starting
+at offset `s // 2`, so their cost is bounded whatever the resolution (a 640x480 frame uses
+every sixth pixel of every sixth row: 8,480 samples; moments differ from the full-image
+ones by well under one intensity level). High-frequency statistics (sharpness, spectral
+slope, duplicate pixels, JPEG blockiness) are computed at full resolution on the central
+crop of at most 128x128 pixels, since subsampling would destroy exactly what they measure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from perception_gap.statistics.sampling import floats, sample_grid, sample_stride
+
+LUM_PERCENTILES = (1, 5, 50, 95, 99)
+HF_CROP = 128
+# Channel histograms: HIST_BINS equal bins over [0, full scale] of integer-coded frames.
+HIST_BINS = 32
+
+# ITU-R BT.601 luma weights, as Pillow's convert("L") uses them (fixed point, rounded).
+_LUMA = np.array([0.299, 0.587, 0.114])
+_LUMA_FIXED = (19595, 38470, 7471)
+
+
+def _srgb_to_linear(v: np.ndarray) -> np.ndarray:
+    """sRGB-encoded values in [0, 1] -> linear light in [0, 1] (IEC 61966-2-1)."""
+    v = np.asarray(v, dtype=np.float64)
+    return np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4)
+
+
+_SRGB_LUT_8 = _srgb_to_linear(np.arange(256) / 255.0)
+
+
+@dataclass(frozen=True)
+class ImageStats:
+    """Raw statistics of one RGB (or grayscale) frame, in the frame's own units.
+
+    Attributes:
+        width, height: pixels, after EXIF orientation.
+        channels: 1, 3 or 4 as stored (statistics use the first 3 of 4).
+        dtype: numpy dtype name of the decoded values (`uint8`, `uint16`, `float32`, ...).
+        mode: Pillow mode for image files, `array` for `.npy` observations.
+        nominal_max: full-scale value implied by the dtype (255, 65535), None for floats.
+        stride: sampling stride of the intensity statistics (see module docstring).
+        mean, std, min, max: per channel, shape (C,), own units.
+        lum_percentiles: luma percentiles at `LUM_PERCENTILES`, own units.
+        lum_mean: mean luma, own units.
+        lin_mean: per-channel mean of linear light in [0, 1] (sRGB decoded); None when the
+            dtype gives no nominal scale.
+        sharpness: mean squared 4-neighbour Laplacian of luma, in (fraction of full scale)^2
+            (own units^2 for floats).
+        hf_ratio: E[Laplacian^2] / (E[dx^2] + E[dy^2]); dimensionless, 0 for a linear ramp,
+            5 for white noise. None on a constant crop.
+        grad_ratio: E[(x[i+2]-x[i])^2] / E[(x[i+1]-x[i])^2] horizontally; ~4 for smooth images,
+            ~1 for white noise; 2x nearest-neighbour upscaling raises it (white noise -> 2). None on a constant crop.
+        dup_frac: fraction of horizontally adjacent luma pairs that are exactly equal.
+        dup_parity: |dup_frac at even columns - dup_frac at odd columns| (2x nearest upscaling
+            makes every other pair equal).
+        blockiness: mean |dx| across 8-pixel block boundaries / mean |dx| elsewhere (~1 for
+            unblocked images, >1 for JPEG block artefacts). None on a constant crop.
+        nonfinite_frac: fraction of sampled values that are NaN or infinite (float arrays).
+        hist: per-channel histogram of the sampled values, `HIST_BINS` equal bins over
+            [0, nominal_max], as fractions of the samples, flattened channel-major (C * HIST_BINS);
+            None for float arrays (no fixed scale to bin on).
+    """
+
+    width: int
+    height: int
+    channels: int
+    dtype: str
+    mode: str
+    nominal_max: float | None
+    stride: int
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    min: tuple[float, ...]
+    max: tuple[float, ...]
+    lum_percentiles: tuple[float, ...]
+    lum_mean: float
+    lin_mean: tuple[float, ...] | None
+    sharpness: float
+    hf_ratio: float | None
+    grad_ratio: float | None
+    dup_frac: float
+    dup_parity: float
+    blockiness: float | None
+    nonfinite_frac: float = 0.0
+    hist: tuple[float, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _centre_crop_box(height: int, width: int) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) of the central crop, origin aligned to the 8x8 JPEG grid."""
+    cw, ch = min(width, HF_CROP), min(height, HF_CROP)
+    left = ((width - cw) // 2) // 8 * 8
+    top = ((height - ch) // 2) // 8 * 8
+    return left, top, left + cw, top + ch
+
+
+def _hf_features(lum: np.ndarray, scale: float = 1.0) -> dict[str, Any]:
+    """High-frequency statistics of a 2-D luma crop.
+
+    Args:
+        lum: (h, w) float32 luma in any units; `sharpness` is reported in units of `scale`
+            (e.g. raw 0..255 values with scale 255 give (fraction of full scale)^2).
+        scale: full-scale value dividing the luma before squaring.
+
+    Written as few whole-array passes as possible (each first difference is computed once and
+    reused for the Laplacian, the step-2 difference, duplicates and blockiness): it runs once
+    per frame and must stay cheap next to decoding.
+    """
+    h, w = lum.shape
+    out: dict[str, Any] = {"sharpness": 0.0, "hf_ratio": None, "grad_ratio": None,
+                           "dup_frac": 0.0, "dup_parity": 0.0, "blockiness": None}
+    if h < 3 or w < 3:
+        return out
+    dx = lum[:, 1:] - lum[:, :-1]  # (h, w-1)
+    dy = lum[1:, :] - lum[:-1, :]  # (h-1, w)
+    # 4-neighbour Laplacian at interior pixels = -(second difference in x + in y)
+    lap = (dx[1:-1, 1:] - dx[1:-1, :-1]) + (dy[1:, 1:-1] - dy[:-1, 1:-1])
+    d2 = dx[:, 1:] + dx[:, :-1]  # x[i+2] - x[i]
+    lap_f, dx_f, dy_f, d2_f = lap.ravel(), dx.ravel(), dy.ravel(), d2.ravel()
+    inv = 1.0 / (scale * scale)
+    e_lap = float(lap_f @ lap_f) / lap_f.size * inv
+    e_dx = float(dx_f @ dx_f) / dx_f.size * inv
+    e_dy = float(dy_f @ dy_f) / dy_f.size * inv
+    out["sharpness"] = e_lap
+    if e_dx + e_dy > 0:
+        out["hf_ratio"] = e_lap / (e_dx + e_dy)
+    if e_dx > 0:
+        out["grad_ratio"] = (float(d2_f @ d2_f) / d2_f.size * inv) / e_dx
+    same = dx == 0  # exact equality of neighbours
+    n_even = same[:, 0::2]
+    n_odd = same[:, 1::2]
+    c_even, c_odd = int(np.count_nonzero(n_even)), int(np.count_nonzero(n_odd))
+    out["dup_frac"] = (c_even + c_odd) / same.size
+    out["dup_parity"] = abs(c_even / max(n_even.size, 1) - c_odd / max(n_odd.size, 1))
+    if w >= 17:
+        col = np.abs(dx).sum(axis=0, dtype=np.float64)  # (w-1,) summed over rows
+        boundary = col[7::8]  # the steps between columns 8k+7 and 8k+8
+        inner_sum = float(col.sum()) - float(boundary.sum())
+        n_inner = col.size - boundary.size
+        if inner_sum > 0:
+            out["blockiness"] = (float(boundary.mean())) / (inner_sum / n_inner)
+    return out
+
+
+def _percentiles_from_hist(hist: np.ndarray, qs: tuple[float, ...]) -> tuple[float, ...]:
+    """Inverted-CDF percentiles (numpy's `method="inverted_cdf"`) of integer data from its histogram."""
+    cdf = np.cumsum(hist)
+    idx = np.searchsorted(cdf, np.asarray(qs, dtype=np.float64) / 100.0 * cdf[-1], side="left")
+    return tuple(float(i) for i in idx)
+
+
+_V = np.arange(256, dtype=np.float64)
+# Columns: value, value^2, linear light; one matrix product gives every channel's sums at once.
+_HIST_BASIS = np.stack([np.ones(256), _V, _V * _V, _SRGB_LUT_8], axis=1)  # (256, 4)
+
+
+def _channel_moments(hist: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-channel (mean, std, min, max, linear-light mean) of 8-bit data from its (C, 256) histogram."""
+    sums = hist @ _HIST_BASIS  # (C, 4): n, sum v, sum v^2, sum linear
+    n = sums[:, 0]
+    mean = sums[:, 1] / n
+    std = np.sqrt(np.maximum(sums[:, 2] / n - mean * mean, 0.0))
+    nz = hist > 0
+    lo = nz.argmax(axis=1)
+    hi = 255 - nz[:, ::-1].argmax(axis=1)
+    return mean, std, lo, hi, sums[:, 3] / n
+
+
+
+def _coarse_hist_u8(hist: np.ndarray) -> tuple[float, ...]:
+    """(C, 256) 8-bit counts -> flattened (C * HIST_BINS) fractions of each channel's samples."""
+    c = hist.shape[0]
+    coarse = hist.reshape(c, HIST_BINS, 256 // HIST_BINS).sum(axis=2)
+    return floats((coarse / coarse.sum(axis=1, keepdims=True)).ravel())
+
+
+def _int_hist(flat: np.ndarray, nominal: float) -> tuple[float, ...]:
+    """(N, C) unsigned integer samples -> flattened (C * HIST_BINS) fractions, bins over [0, nominal]."""
+    n, c = flat.shape
+    shift = int(round(math.log2(nominal + 1))) - int(round(math.log2(HIST_BINS)))
+    out = np.empty((c, HIST_BINS))
+    for ch in range(c):
+        out[ch] = np.bincount(flat[:, ch] >> shift, minlength=HIST_BINS)[:HIST_BINS] / max(n, 1)
+    return floats(out.ravel())
+
+
+def image_stats_pil(img: Image.Image) -> ImageStats:
+    """Statistics of an 8-bit Pillow image (mode `L` or `RGB`; convert other modes first).
+
+    Everything heavy runs in Pillow's C code (a nearest-neighbour grid, two histograms, one
+    crop) plus a few numpy passes over the 128x128 crop: this runs once per frame and has to
+    stay cheap next to decoding the frame.
+
+    Args:
+        img: decoded, EXIF-oriented image of size (W, H), mode `L` or `RGB`.
+    """
+    if img.mode not in ("L", "RGB"):
+        raise ValueError(f"Expected `img.mode` in ('L', 'RGB'), got {img.mode!r}.")
+    w, h = img.size
+    s = sample_stride(h, w)
+    if s > 1:
+        sw, sh = w // s, h // s
+        grid = img.resize((sw, sh), Image.NEAREST, box=(0, 0, sw * s, sh * s))
+    else:
+        grid = img
+    rgb = img.mode == "RGB"
+    c = 3 if rgb else 1
+    raw = grid.histogram() + grid.convert("L").histogram() if rgb else grid.histogram()
+    hists = np.array(raw, dtype=np.float64).reshape(-1, 256)
+    mean, std, lo, hi, lin = _channel_moments(hists[:c])
+    lum_hist = hists[-1]
+    crop = img.crop(_centre_crop_box(h, w))
+    lum_crop = np.asarray(crop.convert("L") if rgb else crop, dtype=np.float32)
+    hf = _hf_features(lum_crop, 255.0)
+    return ImageStats(
+        width=w, height=h, channels=c, dtype="uint8", mode=img.mode, nominal_max=255.0,
+        stride=s, mean=floats(mean), std=floats(std), min=floats(lo), max=floats(hi),
+        lum_percentiles=_percentiles_from_hist(lum_hist, LUM_PERCENTILES),
+        lum_mean=float(lum_hist @ _V) / float(lum_hist.sum()),
+        lin_mean=floats(lin), hist=_coarse_hist_u8(hists[:c]),
+        **hf,
+    )
+
+
+def nominal_max_of(dtype: np.dtype) -> float | None:
+    """Full-scale value implied by an integer dtype (255, 65535, ...); None for floats."""
+    dtype = np.dtype(dtype)
+    if dtype == np.uint8:
+        return 255.0
+    if dtype == np.uint16:
+        return 65535.0
+    return None
+
+
+def _luma_float(a: np.ndarray) -> np.ndarray:
+    """(H, W, C) -> (H, W) float64 luma with BT.601 weights (C >= 3), or the channel itself."""
+    if a.shape[2] >= 3:
+        return a[..., :3].astype(np.float64) @ _LUMA
+    return a[..., 0].astype(np.float64)
+
+
+def _luma_u8(a: np.ndarray) -> np.ndarray:
+    """Integer luma of an (H, W, 3) uint8 array, bit-exact with Pillow's convert("L")."""
+    r, g, b = (a[..., i].astype(np.uint32) for i in range(3))
+    return ((r * _LUMA_FIXED[0] + g * _LUMA_FIXED[1] + b * _LUMA_FIXED[2] + 0x8000) >> 16).astype(np.uint8)
+
+
+def image_stats_array(a: np.ndarray, *, mode: str = "array") -> ImageStats:
+    """Statistics of an (H, W) or (H, W, C) numpy array of any real dtype, own units.
+
+    Channels beyond the third (alpha) are ignored for luma and HF statistics but reported in
+    the per-channel moments. Non-finite values are excluded from moments and counted in
+    `nonfinite_frac`.
+    """
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3 or a.shape[0] == 0 or a.shape[1] == 0 or a.shape[2] == 0:
+        raise ValueError(f"Expected an (H, W) or (H, W, C) array with H, W, C > 0, got shape {a.shape}.")
+    h, w, c = a.shape
+    nominal = nominal_max_of(a.dtype)
+    s = sample_stride(h, w)
+    g = sample_grid(a, s)
+    flat = g.reshape(-1, c)
+    is_float = np.issubdtype(a.dtype, np.floating)
+    means, stds, mins, maxs = [], [], [], []
+    nonfinite = 0
+    for ch in range(c):
+        col = flat[:, ch]
+        if is_float:
+            fin = np.isfinite(col)
+            nonfinite += int(col.size - np.count_nonzero(fin))
+            col = col[fin]
+        if col.size == 0:
+            means.append(float("nan")); stds.append(float("nan"))
+            mins.append(float("nan")); maxs.append(float("nan"))
+            continue
+        col64 = col.astype(np.float64)
+        means.append(float(col64.mean()))
+        stds.append(float(col64.std()))
+        mins.append(float(col64.min()))
+        maxs.append(float(col64.max()))
+    if a.dtype == np.uint8 and c >= 3:
+        lum_g = _luma_u8(g[..., :3]).astype(np.float64).ravel()
+    else:
+        lum_g = _luma_float(g).ravel()
+    lum_g = lum_g[np.isfinite(lum_g)]
+    if lum_g.size:
+        lum_p = tuple(float(x) for x in np.percentile(lum_g, LUM_PERCENTILES, method="inverted_cdf"))
+        lum_mean = float(lum_g.mean())
+    else:
+        lum_p, lum_mean = tuple(float("nan") for _ in LUM_PERCENTILES), float("nan")
+    lin_mean = None
+    if nominal is not None:
+        cc = min(c, 3)
+        if a.dtype == np.uint8:
+            lin_mean = tuple(float(_SRGB_LUT_8[flat[:, i]].mean()) for i in range(cc))
+        else:
+            lin_mean = tuple(float(_srgb_to_linear(flat[:, i] / nominal).mean()) for i in range(cc))
+    left, top, right, bottom = _centre_crop_box(h, w)
+    crop = a[top:bottom, left:right]
+    if a.dtype == np.uint8 and c >= 3:
+        lum_c = _luma_u8(crop[..., :3]).astype(np.float32)
+    else:
+        lum_c = np.nan_to_num(_luma_float(crop).astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
+    hf = _hf_features(lum_c, nominal if nominal is not None else 1.0)
+    hist = _int_hist(flat, nominal) if nominal is not None else None
+    return ImageStats(
+        width=w, height=h, channels=c, dtype=a.dtype.name, mode=mode, nominal_max=nominal,
+        stride=s, mean=tuple(means), std=tuple(stds), min=tuple(mins), max=tuple(maxs),
+        lum_percentiles=lum_p, lum_mean=lum_mean, lin_mean=lin_mean,
+        nonfinite_frac=nonfinite / max(flat.size, 1), hist=hist, **hf,
+    )
+

@@ -1,0 +1,20 @@
+"""Workflows: the jobs a user runs, each combining the catalog with the pure math below it.
+
+This folder owns the stages that read and write the catalog and return their part of
+results.json (see docs/contract.md), storing every figure in the `runs`/`results` tables:
+`stats` (statistics of a sim and a real set, then the plumbing diagnoses), `run` (the whole
+analysis: statistics, embeddings, gap metrics, probes, ranking, detection and findings),
+`screen` (which of several renderings is closest to real) and `drift` (new frames gated
+against a baseline). The pure math that only these jobs use lives beside them: `screening`
+(shared-projection distances with a paired bootstrap) and `drift_gates` (the gates).
+Nothing below this folder imports it.
+"""
+
+from perception_gap.workflows.detection import detection_results
+from perception_gap.workflows.drift import drift_history, drift_job
+from perception_gap.workflows.run import run_job
+from perception_gap.workflows.screen import screen_job
+from perception_gap.workflows.stats import compute_stats, load_set_records, stats_job
+
+__all__ = ["compute_stats", "detection_results", "drift_history", "drift_job", "load_set_records", "run_job",
+           "screen_job", "stats_job"]

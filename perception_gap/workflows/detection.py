@@ -1,0 +1,92 @@
+"""The detection part of a run: each detector against ground truth on sim and on real frames.
+
+Reads the boxes stored in the catalog, hands them to the pure functions of
+`perception_gap.detection` and turns the result into the `detection` section of results.json
+and its findings (`detector_gap`, `self_inflicted_gap`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perception_gap.catalog import Catalog
+from perception_gap.findings import Finding
+
+
+def boxes_from_rows(per_frame: dict[str, list[dict[str, Any]]]) -> dict[str, list[Any]]:
+    from perception_gap.detection import Box
+
+    return {path: [Box(category=b["category"], bbox=tuple(b["bbox"]), score=b["score"], area=b["area"],
+                       iscrowd=b["iscrowd"]) for b in boxes] for path, boxes in per_frame.items()}
+
+
+# Detector-on-sim against sim ground truth below this AP means the policy's sim input (ground
+# truth) and hardware input (the detector) differ materially.
+SELF_INFLICTED_AP = 0.9
+
+
+def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: int = 0) -> tuple[dict[str, Any] | None, list[Finding]]:
+    """The `detection` part of results.json and its findings; (None, []) when no set has boxes."""
+    from perception_gap import detection
+
+    ann = {sim: catalog.load_annotations(sim), real: catalog.load_annotations(real)}
+    if not ann[sim] and not ann[real]:
+        return None, []
+    sizes = {name: {p: (w, h) for p, _k, w, h in catalog.frame_sizes(name)} for name in (sim, real)}
+    keys = {name: {p: k for p, k, _w, _h in catalog.frame_sizes(name)} for name in (sim, real)}
+    out: dict[str, Any] = {"sets": {}, "differences": {}, "flips": {}, "latching": {}}
+    findings: list[Finding] = []
+    gts = {name: boxes_from_rows(ann[name]["gt"]) for name in (sim, real) if "gt" in ann[name]}
+    for name in (sim, real):
+        out["sets"][name] = {}
+        gt = gts.get(name)
+        if gt is None:
+            continue
+        for source, per_frame in sorted(ann[name].items()):
+            if source == "gt":
+                continue
+            dets = boxes_from_rows(per_frame)
+            summary = detection.coco_summary(gt, dets, {p: sizes[name][p] for p in gt if p in sizes[name]})
+            out["sets"][name][source] = summary.to_dict()
+            out["latching"].setdefault(name, {})[source] = detection.latching(gt, dets).to_dict()
+    real_by_key = {k: p for p, k in keys[real].items()}
+    pairs = [(p, real_by_key[k]) for p, k in keys[sim].items() if k in real_by_key]
+    for source in sorted(set(out["sets"].get(sim, {})) & set(out["sets"].get(real, {}))):
+        ds = boxes_from_rows(ann[sim][source])
+        dr = boxes_from_rows(ann[real][source])
+        pp = [(a, b) for a, b in pairs if a in gts[sim] and b in gts[real]]
+        if not pp:
+            continue
+        flips = detection.pair_flips(gts[sim], ds, gts[real], dr, pp, sizes={**sizes[sim], **sizes[real]})
+        out["flips"][source] = flips.to_dict()
+        diff = detection.ap_difference_ci(gts[sim], ds, gts[real], dr, pp, random_state=random_state)
+        d = diff.to_dict()
+        out["differences"][source] = d
+        ap_s, ap_r = out["sets"][sim][source].get("AP"), out["sets"][real][source].get("AP")
+        low, high = d.get("low"), d.get("high")
+        if ap_s is not None and ap_r is not None and low is not None and (low > 0 or high < 0):
+            worse = "real" if low > 0 else "sim"
+            findings.append(Finding(
+                code="detector_gap", severity="gap",
+                title=f"Detector {source!r} reaches AP {ap_s:.3f} on sim but {ap_r:.3f} on real "
+                      f"(difference 95% CI {low:+.3f} to {high:+.3f}); it is worse on {worse}",
+                evidence={"source": source, "ap_sim": ap_s, "ap_real": ap_r, "ci": d, "flips": flips.to_dict()},
+                action=("Train or fine-tune the detector on real frames (or randomize the sim appearance it "
+                        "sees); look at the flipped pairs first.") if worse == "real" else
+                       "The detector does worse on sim frames: check the sim's rendering of the objects it misses.",
+                score=float(abs(ap_s - ap_r))))
+    if sim in gts:
+        for source, summ in sorted(out["sets"][sim].items()):
+            ap = summ.get("AP")
+            if ap is not None and ap < SELF_INFLICTED_AP:
+                findings.append(Finding(
+                    code="self_inflicted_gap", severity="gap",
+                    title=f"In sim, detector {source!r} reaches only AP {ap:.3f} against the sim's own ground truth: "
+                          "if the policy is fed ground truth in sim and this detector on hardware, its input "
+                          "changes between the two",
+                    evidence={"source": source, "ap_sim": ap, "threshold": SELF_INFLICTED_AP},
+                    action="Train the policy on detector output in sim (run the detector in the loop), or give the "
+                           "hardware policy the same interface as in sim; this gap is self-inflicted.",
+                    score=float(SELF_INFLICTED_AP - ap)))
+    return out, findings
+

@@ -1,0 +1,78 @@
+"""The Python API as the README shows it, run as it stands, and the contract kept in step."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import perception_gap as pg
+from perception_gap.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_CONTRACT = ROOT.parent / "shared" / "CONTRACT.md"
+
+
+def _readme_block(title: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def _frames(root: Path, n: int = 12, bgr: bool = False) -> None:
+    rng = np.random.default_rng(0)
+    root.mkdir(parents=True)
+    for i in range(n):
+        yy, xx = np.mgrid[0:96, 0:128]
+        base = np.stack([60 + 120 * (xx / 128), 90 + 60 * (yy / 96), 40 + 30 * np.sin(xx / 9 + i)], axis=-1)
+        rgb = np.clip(base + rng.normal(0, 3, base.shape), 0, 255).astype(np.uint8)
+        Image.fromarray(rgb[..., ::-1] if bgr else rgb).save(root / f"frame_{i:03d}.png")
+
+
+def test_readme_python_api_example_runs_and_names_the_fault(tmp_path, monkeypatch):
+    code = _readme_block("Python API")
+    monkeypatch.chdir(tmp_path)
+    _frames(tmp_path / "frames" / "sim")
+    _frames(tmp_path / "frames" / "real", bgr=True)  # the real camera stores BGR
+    out = io.StringIO()
+    scope: dict = {}
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md:Python API", "exec"), scope)
+    res, raw, again = scope["res"], scope["raw"], scope["again"]
+    assert res["findings"][0]["code"] == "channel_swap" and res["findings"][0]["severity"] == "bug"
+    assert raw["findings"][0]["code"] == "channel_swap"
+    assert {e["name"] for e in res["encoders"]} == {"efficientnet-lite0", "pixel"}
+    assert again == pg.load_results(tmp_path / "out" / "results.json")
+    assert again["findings"] == res["findings"]
+    assert (tmp_path / "out" / "report.html").stat().st_size > 10_000
+    assert "[bug] channel_swap" in out.getvalue()
+
+
+def test_api_names_are_importable_typed_and_documented():
+    for name in pg.__all__:
+        obj = getattr(pg, name)
+        if callable(obj):
+            assert obj.__doc__ and len(obj.__doc__) > 40, name
+            assert "return" in obj.__annotations__, name
+    with pytest.raises(AttributeError):
+        pg.no_such_entry_point  # noqa: B018
+
+
+def test_load_results_errors_are_one_line(tmp_path):
+    with pytest.raises(InputError, match="No results file"):
+        pg.load_results(tmp_path)
+    (tmp_path / "results.json").write_text("{not json")
+    with pytest.raises(InputError, match="Expected a results.json"):
+        pg.load_results(tmp_path)
+
+
+@pytest.mark.skipif(not SHARED_CONTRACT.exists(), reason="../shared/CONTRACT.md is not here")
+def test_docs_contract_is_in_step_with_the_shared_contract():
+    ours = (ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
+    body = ours.split("-->\n\n", 1)[1]
+    assert body == SHARED_CONTRACT.read_text(encoding="utf-8")
