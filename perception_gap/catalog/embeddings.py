@@ -1,0 +1,87 @@
+"""Embeddings in the catalog, keyed by (content hash, encoder fingerprint), and recorded skips."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perception_gap.catalog.schema import pa
+
+
+class EmbeddingsMixin:
+    """Cached embeddings; mixed into `Catalog`, which provides `con`."""
+
+    # -- embeddings --------------------------------------------------------------------------
+    def hashes_needing_embedding(self, set_names: list[str] | None, fingerprint: str) -> list[tuple[str, str, str | None, str | None]]:
+        """(content_hash, path, dtype, format) of usable frames with neither an embedding nor a
+        recorded skip for this encoder fingerprint; all sets when `set_names` is None."""
+        where = "" if set_names is None else "AND f.set_name IN (SELECT unnest(?)) "
+        params: list[Any] = [] if set_names is None else [set_names]
+        return [tuple(r) for r in self.con.execute(
+            "SELECT f.content_hash, min(f.rgb_path), min(f.dtype), min(f.format) FROM frames f "
+            "LEFT JOIN frame_stats s ON s.content_hash = f.content_hash "
+            f"WHERE f.status = 'ok' AND f.content_hash IS NOT NULL AND s.error IS NULL {where}"
+            "AND f.content_hash NOT IN (SELECT content_hash FROM embeddings WHERE fingerprint = ?) "
+            "AND f.content_hash NOT IN (SELECT content_hash FROM embedding_skips WHERE fingerprint = ?) "
+            "GROUP BY f.content_hash ORDER BY 2", params + [fingerprint, fingerprint]).fetchall()]
+
+    def write_embeddings(self, encoder: str, fingerprint: str, hashes: list[str], vectors: "Any",
+                         skips: list[tuple[str, str]] = ()) -> None:
+        """Store one batch of (N, D) float32 vectors and skip reasons in one transaction.
+
+        Rows already present (same content and fingerprint) are left as they are, so a batch
+        replayed after an interruption never duplicates.
+        """
+        import numpy as np
+
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        n, dim = vectors.shape if vectors.ndim == 2 else (0, 0)
+        self.con.execute("BEGIN")
+        try:
+            if n:
+                offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
+                batch = pa.table({  # noqa: F841 (DuckDB reads it by name)
+                    "content_hash": pa.array(hashes, pa.string()),
+                    "vector": pa.ListArray.from_arrays(offsets, pa.array(vectors.ravel())),
+                })
+                self.con.execute(
+                    "INSERT OR IGNORE INTO embeddings (content_hash, encoder, fingerprint, dim, vector) "
+                    "SELECT content_hash, ?, ?, ?, vector FROM batch", [encoder, fingerprint, dim])
+            if skips:
+                sk = pa.table({"content_hash": pa.array([h for h, _ in skips], pa.string()),  # noqa: F841
+                               "reason": pa.array([r for _, r in skips], pa.string())})
+                self.con.execute("INSERT OR IGNORE INTO embedding_skips SELECT content_hash, ?, reason FROM sk",
+                                 [fingerprint])
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def load_embeddings(self, set_name: str, fingerprint: str) -> tuple[list[dict[str, Any]], "Any"]:
+        """Usable frames of a set that have an embedding: (frame rows, (N, D) float32 array)."""
+        import numpy as np
+
+        # a fresh cursor: `sql` refuses to run while an earlier `execute` result is unconsumed
+        tbl = self.con.cursor().sql(
+            "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.vector FROM frames f "
+            "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
+            "WHERE f.set_name = $set AND f.status = 'ok' ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
+            params={"fp": fingerprint, "set": set_name}).to_arrow_table()
+        n = tbl.num_rows
+        if n == 0:
+            return [], np.zeros((0, 0), np.float32)
+        vec = tbl.column("vector").combine_chunks()
+        dim = len(vec[0])
+        arr = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(n, dim)
+        meta = tbl.drop_columns(["vector"]).to_pylist()
+        return meta, arr
+
+    def embedding_counts(self, fingerprint: str) -> dict[str, int]:
+        rows = self.con.execute(
+            "SELECT (SELECT count(*) FROM embeddings WHERE fingerprint = ?), "
+            "(SELECT count(*) FROM embedding_skips WHERE fingerprint = ?)", [fingerprint, fingerprint]).fetchone()
+        return {"embedded": int(rows[0]), "skipped": int(rows[1])}
+
+    def embedding_skip_reasons(self, set_name: str, fingerprint: str) -> list[dict[str, str]]:
+        return [{"path": p, "reason": r} for p, r in self.con.execute(
+            "SELECT f.rgb_path, k.reason FROM frames f JOIN embedding_skips k ON k.content_hash = f.content_hash "
+            "AND k.fingerprint = ? WHERE f.set_name = ? ORDER BY 1", [fingerprint, set_name]).fetchall()]

@@ -1,0 +1,83 @@
+"""The catalog's per-content statistics cache (RGB and depth), and frames joined with it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perception_gap.catalog.schema import DEPTH_FIELDS, IMAGE_FIELDS, arrow_table, pa
+from perception_gap.stats import DepthStats, ImageStats
+
+
+def _stats_rows(items: list[tuple[str, Any, str | None]], names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One cache row per (content_hash, stats, error) item: the named stats fields, or none on error."""
+    rows = []
+    for h, st, err in items:
+        row = {"content_hash": h, "error": err}
+        if st is not None:
+            row.update({k: getattr(st, k) for k in names})
+        rows.append(row)
+    return rows
+
+
+class StatsCacheMixin:
+    """Cached statistics keyed by content hash; mixed into `Catalog`, which provides `con`."""
+
+    # -- statistics cache ----------------------------------------------------------------------
+    def hashes_needing_stats(self, set_names: list[str]) -> list[tuple[str, str]]:
+        """(content_hash, a path holding it) for usable RGB frames without cached statistics."""
+        return [tuple(r) for r in self.con.execute(
+            "SELECT f.content_hash, min(f.rgb_path) FROM frames f "
+            "WHERE f.set_name IN (SELECT unnest(?)) AND f.status = 'ok' AND f.content_hash IS NOT NULL "
+            "AND f.content_hash NOT IN (SELECT content_hash FROM frame_stats) "
+            "GROUP BY f.content_hash ORDER BY 2", [set_names]).fetchall()]
+
+    def hashes_needing_depth_stats(self, set_names: list[str]) -> list[tuple[str, str]]:
+        return [tuple(r) for r in self.con.execute(
+            "SELECT f.depth_hash, min(f.depth_path) FROM frames f "
+            "WHERE f.set_name IN (SELECT unnest(?)) AND f.status = 'ok' AND f.depth_hash IS NOT NULL "
+            "AND f.depth_hash NOT IN (SELECT content_hash FROM depth_stats) "
+            "GROUP BY f.depth_hash ORDER BY 2", [set_names]).fetchall()]
+
+    def write_image_stats(self, items: list[tuple[str, ImageStats | None, str | None]]) -> None:
+        """Cache (content_hash, stats, error) rows; error rows record unreadable content."""
+        self._insert_stats("frame_stats", _stats_rows(items, IMAGE_FIELDS), ("content_hash", "error") + IMAGE_FIELDS)
+
+    def write_depth_stats(self, items: list[tuple[str, DepthStats | None, str | None]]) -> None:
+        self._insert_stats("depth_stats", _stats_rows(items, DEPTH_FIELDS), ("content_hash", "error") + DEPTH_FIELDS)
+
+    def _insert_stats(self, name: str, rows: list[dict[str, Any]], cols: tuple[str, ...]) -> None:
+        if not rows:
+            return
+        types = {c: pa.list_(pa.float64()) for c in
+                 ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles", "hist", "log_hist")}
+        types.update({c: pa.float64() for c in
+                      ("nominal_max", "lum_mean", "sharpness", "hf_ratio", "grad_ratio", "dup_frac",
+                       "dup_parity", "blockiness", "nonfinite_frac", "dropout")})
+        types.update({c: pa.int32() for c in ("width", "height", "channels", "stride")})
+        types.update({c: pa.string() for c in ("content_hash", "error", "dtype", "mode", "inferred_unit")})
+        if name == "depth_stats":
+            types["mean"] = pa.float64()  # one number per depth map; per channel for images
+        batch = arrow_table(rows, cols, types)  # noqa: F841 (DuckDB reads it by name)
+        col_list = ", ".join(cols)
+        self.con.execute("BEGIN")
+        try:
+            self.con.execute(f"INSERT OR REPLACE INTO {name} ({col_list}) SELECT {col_list} FROM batch")
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def load_frames(self, set_name: str) -> list[dict[str, Any]]:
+        """Usable frames of a set joined with their cached statistics (None where not cached)."""
+        img_cols = ", ".join(f"s.{c} AS img_{c}" for c in IMAGE_FIELDS)
+        dep_cols = ", ".join(f"d.{c} AS dep_{c}" for c in DEPTH_FIELDS)
+        cur = self.con.execute(
+            f"SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.depth_path, f.depth_unit, f.format, "
+            f"f.action, f.proprio, f.content_hash, s.error AS img_error, d.error AS dep_error, "
+            f"{img_cols}, {dep_cols} FROM frames f "
+            f"LEFT JOIN frame_stats s ON s.content_hash = f.content_hash "
+            f"LEFT JOIN depth_stats d ON d.content_hash = f.depth_hash "
+            f"WHERE f.set_name = ? AND f.status = 'ok' ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
+            [set_name])
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
