@@ -1,0 +1,223 @@
+"""Frame entries (what a source lists) and their cataloguing into the catalog, incrementally.
+
+Cataloguing reads each new or changed file once: it hashes the bytes (the content hash keys
+every cached computation) and parses the header (size, mode, dtype, EXIF orientation)
+without decoding pixels. Files whose size and modification time are unchanged since the last
+index are not read at all. Unreadable files are recorded as skipped with their reason and
+indexing goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from perception_gap.errors import FrameError, InputError
+from perception_gap.ingest.frames import probe, read_bytes
+
+if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
+    from perception_gap.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+DOMAINS = ("sim", "real")
+BATCH = 4096
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class FrameEntry:
+    """One frame as listed by a folder scan or a manifest row, before it is read."""
+
+    rgb_path: Path
+    pair_key: str | None
+    episode: str | None = None
+    step: int | None = None
+    depth_path: Path | None = None
+    depth_unit: str | None = None
+    action: list[float] | None = None
+    proprio: list[float] | None = None
+    error: str | None = None  # a listing-time problem (bad pair key, path outside folder, ...)
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    """What one `index` call did to one set.
+
+    Attributes:
+        set_name, domain: the set.
+        listed: frames listed by the folder or manifest.
+        new, changed, unchanged, vanished: incremental bookkeeping (vanished are marked `missing`).
+        usable: frames of the set now usable (status ok).
+        skipped: (path, reason) for every frame of this listing that is not usable.
+    """
+
+    set_name: str
+    domain: str
+    listed: int
+    new: int
+    changed: int
+    unchanged: int
+    vanished: int
+    usable: int
+    skipped: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+
+def content_hash(data: bytes) -> str:
+    """128-bit BLAKE2b of a file's bytes, hex."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def validate_set_name(name: str) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"Expected a non-empty set name, got {name!r}.")
+    if any(ord(ch) < 32 for ch in name):
+        raise InputError(f"Expected a set name without control characters, got {name!r}.")
+    return name
+
+
+def validate_domain(domain: str) -> str:
+    if domain not in DOMAINS:
+        raise InputError(f"Expected `domain` in {DOMAINS}, got {domain!r}.")
+    return domain
+
+
+
+
+def is_utf8(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of a file name surface as lone surrogates
+        return False
+    return True
+
+
+def utf8_safe(s: str) -> str:
+    """A file name as storable text: undecodable bytes shown as \\xNN escapes."""
+    return s if is_utf8(s) else s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+# -- cataloguing ---------------------------------------------------------------------------------
+
+def _stat(path: Path | None) -> tuple[int | None, int | None]:
+    if path is None:
+        return None, None
+    try:
+        st = path.stat()
+    except OSError:
+        return None, None
+    return st.st_size, st.st_mtime_ns
+
+
+def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
+    """Hash and probe one listed frame (and its depth map) into a catalog row."""
+    row: dict[str, Any] = {
+        "set_name": set_name, "rgb_path": utf8_safe(str(entry.rgb_path)), "pair_key": entry.pair_key,
+        "episode": entry.episode, "step": entry.step,
+        "depth_path": utf8_safe(str(entry.depth_path)) if entry.depth_path else None,
+        "depth_unit": entry.depth_unit, "action": entry.action, "proprio": entry.proprio,
+        "status": "ok", "error": None,
+    }
+    row["file_size"], row["mtime_ns"] = _stat(entry.rgb_path)
+    row["depth_size"], row["depth_mtime_ns"] = _stat(entry.depth_path)
+    if entry.error:
+        row.update(status="skipped", error=entry.error)
+        return row
+    try:
+        data = read_bytes(entry.rgb_path)
+        header = probe(entry.rgb_path, data)
+        row["content_hash"] = content_hash(data)
+        row.update(width=header.width, height=header.height, format=header.format, mode=header.mode,
+                   dtype=header.dtype, channels=header.channels, exif_orientation=header.exif_orientation)
+        for name in ("action", "proprio"):
+            v = row[name]
+            if v is not None and not all(math.isfinite(x) for x in v):
+                raise FrameError(f"non-finite value in `{name}`")
+    except FrameError as e:
+        row.update(status="skipped", error=str(e))
+        return row
+    if entry.depth_path is not None:
+        try:
+            ddata = read_bytes(entry.depth_path)
+            dheader = probe(entry.depth_path, ddata)
+            row["depth_hash"] = content_hash(ddata)
+            if (dheader.width, dheader.height) != (header.width, header.height):
+                log.info("depth %s is %dx%d, rgb is %dx%d", entry.depth_path, dheader.width, dheader.height, header.width, header.height)
+        except FrameError as e:
+            row.update(status="skipped", error=f"depth: {e}")
+    return row
+
+
+def _unchanged(entry: FrameEntry, old: dict[str, Any] | None) -> bool:
+    if old is None or old["status"] == "missing":
+        return False
+    size, mtime = _stat(entry.rgb_path)
+    dsize, dmtime = _stat(entry.depth_path)
+    same_files = (size, mtime) == (old["file_size"], old["mtime_ns"]) and (
+        (str(entry.depth_path) if entry.depth_path else None) == old["depth_path"]
+        and (dsize, dmtime) == (old["depth_size"], old["depth_mtime_ns"]))
+    same_meta = (entry.pair_key == old["pair_key"] and entry.episode == old["episode"]
+                 and entry.step == old["step"] and entry.depth_unit == old["depth_unit"]
+                 and entry.action == old["action"] and entry.proprio == old["proprio"])
+    return same_files and same_meta and size is not None
+
+
+def _mark_duplicate_keys(rows: list[dict[str, Any]], kept: dict[str, str]) -> None:
+    """Two usable frames of one set with one pair key: keep the first path, skip the others."""
+    for row in sorted(rows, key=lambda r: r["rgb_path"]):
+        if row["status"] != "ok":
+            continue
+        first = kept.setdefault(row["pair_key"], row["rgb_path"])
+        if first != row["rgb_path"]:
+            row.update(status="skipped", error=f"duplicate pair key {row['pair_key']!r} (also {first})")
+
+
+def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[FrameEntry], *,
+                  source: str | None = None, tags: list[str] | None = None, root: str | None = None,
+                  workers: int | None = None, progress: Progress | None = None) -> IndexReport:
+    """Catalogue a set's listing incrementally; returns what changed.
+
+    Frames already catalogued with the same size, mtime and metadata are not read again.
+    Vanished frames are marked `missing`. Rows are written in batches of `BATCH`, each one
+    transaction, so an interrupted call keeps every finished batch.
+    """
+    validate_set_name(set_name)
+    validate_domain(domain)
+    catalog.ensure_set(set_name, domain, source=source, tags=tags, root=root)
+    old = catalog.existing_frames(set_name)
+    listed: dict[str, FrameEntry] = {}
+    repeats: list[tuple[str, str]] = []  # one file named by several manifest rows: one catalog row
+    for e in entries:
+        p = utf8_safe(str(e.rgb_path))
+        if p in listed:
+            repeats.append((p, f"the same file is listed again (pair key {e.pair_key!r}); its first listing "
+                               f"(pair key {listed[p].pair_key!r}) is kept"))
+        else:
+            listed[p] = e
+    todo = [e for p, e in listed.items() if not _unchanged(e, old.get(p))]
+    n_new = sum(1 for e in todo if utf8_safe(str(e.rgb_path)) not in old)
+    vanished = [p for p, r in old.items() if p not in listed and r["status"] != "missing"]
+    todo_paths = {utf8_safe(str(e.rgb_path)) for e in todo}  # built once: rebuilt per row it was O(old x todo)
+    kept = {r["pair_key"]: p for p, r in old.items()
+            if p in listed and r["status"] == "ok" and p not in todo_paths}
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, workers or 4)) as pool:
+        for start in range(0, len(todo), BATCH):
+            chunk = todo[start : start + BATCH]
+            rows = list(pool.map(lambda e: _read_entry(e, set_name), chunk))
+            _mark_duplicate_keys(rows, kept)
+            catalog.write_frames(rows)
+            done += len(chunk)
+            if progress:
+                progress(done, len(todo))
+    catalog.mark_missing(set_name, vanished)
+    counts = catalog.set_counts(set_name)
+    skipped = tuple((s["path"], s["reason"]) for s in catalog.skipped_frames(set_name) if s["path"] in listed)
+    return IndexReport(set_name=set_name, domain=domain, listed=len(entries), new=n_new,
+                       changed=len(todo) - n_new, unchanged=len(listed) - len(todo),
+                       vanished=len(vanished), usable=counts["ok"], skipped=skipped + tuple(repeats))

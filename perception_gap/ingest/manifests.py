@@ -1,0 +1,163 @@
+"""Manifest sources: CSV, JSONL and Parquet manifests of frame sets (paths relative to the manifest) and cataloguing them."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from perception_gap.errors import InputError
+from perception_gap.ingest.entries import DOMAINS, FrameEntry, IndexReport, Progress, index_entries
+from perception_gap.stats import parse_depth_unit
+
+if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
+    from perception_gap.catalog import Catalog
+
+log = logging.getLogger(__name__)
+
+MANIFEST_REQUIRED = ("set", "domain", "rgb", "pair_key")
+MANIFEST_OPTIONAL = ("depth", "depth_unit", "episode", "step", "action", "proprio")
+
+
+def _read_manifest_rows(path: Path) -> list[dict[str, Any]]:
+    ext = path.suffix.lower()
+    try:
+        if ext == ".csv":
+            with open(path, newline="", encoding="utf-8") as f:
+                return [dict(r) for r in csv.DictReader(f)]
+        if ext in (".jsonl", ".ndjson"):
+            rows = []
+            with open(path, encoding="utf-8") as f:
+                for i, line in enumerate(f, 1):
+                    if line.strip():
+                        obj = json.loads(line)
+                        if not isinstance(obj, dict):
+                            raise InputError(f"Manifest {str(path)!r} line {i}: expected a JSON object, got {type(obj).__name__}.")
+                        rows.append(obj)
+            return rows
+        if ext == ".parquet":
+            import pyarrow.parquet as pq
+
+            return pq.read_table(path).to_pylist()
+    except InputError:
+        raise
+    except FileNotFoundError:
+        raise InputError(f"Expected `--manifest` to be an existing file, got {str(path)!r} (not found).") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, OSError, ValueError) as e:
+        raise InputError(f"Cannot read manifest {str(path)!r}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
+    except Exception as e:  # pyarrow's errors
+        raise InputError(f"Cannot read manifest {str(path)!r}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
+    raise InputError(f"Expected `--manifest` to end in .csv, .jsonl or .parquet, got {str(path)!r}.")
+
+
+def _vector(row: dict[str, Any], name: str) -> list[float] | None:
+    """A manifest's `action` (JSON list) or `action_0..n` columns as floats; None if absent."""
+    value = row.get(name)
+    if value not in (None, ""):
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise ValueError(f"column {name!r} is not a JSON list: {value[:40]!r}") from None
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"column {name!r} is not a list")
+        return [float(v) for v in value]
+    keys = sorted((k for k in row if re.fullmatch(rf"{name}_\d+", str(k))), key=lambda k: int(k.rsplit("_", 1)[1]))
+    if not keys:
+        return None
+    vals = [row[k] for k in keys]
+    if all(v in (None, "") for v in vals):
+        return None
+    return [float(v) for v in vals]
+
+
+def read_manifest(path: Path) -> dict[tuple[str, str], list[FrameEntry]]:
+    """Parse a manifest into frame entries per (set, domain).
+
+    Raises:
+        InputError: unreadable file, a missing required column, a bad domain, or a set named
+            with both domains.
+    """
+    rows = _read_manifest_rows(path)
+    if not rows:
+        raise InputError(f"Manifest {str(path)!r} has no rows.")
+    columns = set().union(*(r.keys() for r in rows))
+    missing = [c for c in MANIFEST_REQUIRED if c not in columns]
+    if missing:
+        raise InputError(f"Manifest {str(path)!r} is missing required column(s) {', '.join(missing)} (has: {', '.join(sorted(map(str, columns)))}).")
+    known = set(MANIFEST_REQUIRED) | set(MANIFEST_OPTIONAL)
+    extra = sorted(str(c) for c in columns
+                   if str(c) not in known and not re.fullmatch(r"(action|proprio)_\d+", str(c)))
+    if extra:  # a typo (`dpeth`) would otherwise drop a column silently
+        log.warning("manifest %s: ignored column(s) %s (not manifest columns: %s)", path, ", ".join(extra),
+                    ", ".join(MANIFEST_REQUIRED + MANIFEST_OPTIONAL))
+    base = Path(os.path.abspath(path)).parent
+    domains: dict[str, str] = {}
+    out: dict[tuple[str, str], list[FrameEntry]] = {}
+    for i, row in enumerate(rows, 2 if path.suffix.lower() == ".csv" else 1):
+        set_name = str(row.get("set") or "").strip()
+        domain = str(row.get("domain") or "").strip()
+        if not set_name:
+            raise InputError(f"Manifest {str(path)!r} row {i}: empty `set`.")
+        if domain not in DOMAINS:
+            raise InputError(f"Manifest {str(path)!r} row {i}: expected `domain` in {DOMAINS}, got {domain!r}.")
+        if domains.setdefault(set_name, domain) != domain:
+            raise InputError(f"Manifest {str(path)!r} names set {set_name!r} as both domains ({domains[set_name]!r} and {domain!r}).")
+        entry = FrameEntry(rgb_path=base, pair_key=None)
+        rgb = str(row.get("rgb") or "").strip()
+        rgb_path = Path(os.path.normpath(base / rgb)) if rgb else None
+        entry.rgb_path = rgb_path or base / f"<row {i}: empty rgb>"
+        if not rgb:
+            entry.error = "empty `rgb` column"
+        elif not _inside(rgb_path, base):
+            entry.error = "path points outside the manifest's folder"
+        key = row.get("pair_key")
+        entry.pair_key = None if key in (None, "") else str(key)
+        if entry.pair_key is None and entry.error is None:
+            entry.error = "empty `pair_key`"
+        ep = row.get("episode")
+        entry.episode = None if ep in (None, "") else str(ep)
+        try:
+            step = row.get("step")
+            entry.step = None if step in (None, "") else int(float(step))
+            entry.action = _vector(row, "action")
+            entry.proprio = _vector(row, "proprio")
+            unit = row.get("depth_unit")
+            if unit not in (None, ""):
+                parse_depth_unit(str(unit))
+                entry.depth_unit = str(unit)
+        except ValueError as e:
+            entry.error = entry.error or f"bad value: {e}"
+        depth = row.get("depth")
+        if depth not in (None, ""):
+            dp = Path(os.path.normpath(base / str(depth)))
+            if not _inside(dp, base):
+                entry.error = entry.error or "depth path points outside the manifest's folder"
+            entry.depth_path = dp
+        out.setdefault((set_name, domain), []).append(entry)
+    return out
+
+
+def _inside(path: Path, base: Path) -> bool:
+    try:
+        path.relative_to(base)
+        return True
+    except ValueError:
+        return False
+
+
+def index_manifest(catalog: Catalog, manifest: Path, *, tags: list[str] | None = None,
+                   workers: int | None = None, progress: Progress | None = None) -> list[IndexReport]:
+    """Catalogue every set a manifest names."""
+    groups = read_manifest(manifest)
+    for set_name, domain in groups:
+        existing = catalog.get_set(set_name)
+        if existing is not None and existing["domain"] != domain:
+            raise InputError(f"Set {set_name!r} is already indexed as domain {existing['domain']!r}; the manifest says {domain!r}.")
+    return [index_entries(catalog, s, d, entries, source=f"manifest:{manifest.resolve()}", tags=tags,
+                          root=str(manifest.resolve().parent), workers=workers, progress=progress)
+            for (s, d), entries in groups.items()]
