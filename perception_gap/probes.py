@@ -11,7 +11,7 @@ actions, or proprioception/pose where there are no actions) and reports R^2 thre
 
 Model: StandardScaler -> PCA (at most `PROBE_N_COMPONENTS` = 128 components, for speed and
 stability on 512-1280-D embeddings) -> Ridge. The scaler and PCA are label-free; they are
-fitted once per domain on that domain's frames (at most `compare.MAX_FIT_ROWS` = 20,000 of
+fitted once per domain on that domain's frames (at most `metrics.MAX_FIT_ROWS` = 20,000 of
 them, a seeded subset), exactly as the centroid distance fits its projection, and every frame
 is projected once, in chunks. They see the held-out frames' embeddings but never a target, so
 no target leaks; sim->real uses the sim projection only, so no real frame shapes what the
@@ -28,7 +28,7 @@ R^2 per target dimension is sklearn's `r2_score`; the overall R^2 is their plain
 units (radians, metres, a gripper in [0, 1]), and "variance_weighted" would let whichever
 dimension has the largest numbers dominate. A target dimension that is constant on a test set
 has no R^2: it is reported as None and left out of the overall figure (None if every
-dimension is constant). Episodes follow `perception_gap.compare` (ids, None = unknown,
+dimension is constant). Episodes follow `perception_gap.metrics` (ids, None = unknown,
 contiguous blocks where unknown).
 """
 
@@ -44,9 +44,10 @@ from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.metrics import r2_score
 from sklearn.model_selection import GroupKFold
 
-from perception_gap.compare import (CHUNK_ROWS, MAX_N_COMPONENTS, _check_embeddings, _check_int, _cluster_keys,
-                                    _factorize, _fit_projection, _rng, _Rows, _seed)
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.metrics.projection import MAX_N_COMPONENTS, Rows, fit_projection
+from perception_gap.metrics.resampling import cluster_keys, factorize
+from perception_gap.metrics.validation import CHUNK_ROWS, check_embedding_pair, check_int, draw_seed, make_rng
 from perception_gap.results import Result, json_safe
 
 log = logging.getLogger(__name__)
@@ -177,7 +178,8 @@ def choose_alpha(feats: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: S
     n_groups = len(np.unique(groups))
     if n_groups < 2:
         return float(RidgeCV(alphas=tuple(alphas)).fit(feats, y).alpha_)
-    folds = GroupKFold(n_splits=min(INNER_SPLITS, n_groups), shuffle=True, random_state=_seed(_rng(random_state)))
+    folds = GroupKFold(n_splits=min(INNER_SPLITS, n_groups), shuffle=True,
+                       random_state=draw_seed(make_rng(random_state)))
     al = np.asarray(alphas, dtype=np.float64)
     scores = np.zeros(len(al))
     for train, val in folds.split(feats, y, groups):
@@ -209,7 +211,7 @@ def _within(feats: np.ndarray, y: np.ndarray, groups: np.ndarray, rng: np.random
     if n_groups < 2:
         raise InsufficientData("Expected at least 2 episodes (or blocks) in the "
                                f"{side} set for a held-out probe, got {n_groups}.")
-    folds = GroupKFold(n_splits=min(PROBE_SPLITS, n_groups), shuffle=True, random_state=_seed(rng))
+    folds = GroupKFold(n_splits=min(PROBE_SPLITS, n_groups), shuffle=True, random_state=draw_seed(rng))
     pred = np.empty_like(y)
     chosen, n_train = [], 0
     for train, test in folds.split(feats, y, groups):
@@ -241,11 +243,7 @@ def probe(emb_sim: np.ndarray, y_sim: np.ndarray, emb_real: np.ndarray, y_real: 
     Returns:
         ProbeResult.
     """
-    sim = _check_embeddings(emb_sim, "emb_sim")
-    real = _check_embeddings(emb_real, "emb_real")
-    if sim.shape[1] != real.shape[1]:
-        raise InputError("Expected `emb_sim` and `emb_real` of the same "
-                         f"width D, got {sim.shape[1]} and {real.shape[1]}.")
+    sim, real = check_embedding_pair(emb_sim, emb_real)
     ys = _check_targets(y_sim, len(sim), "y_sim")
     yr = _check_targets(y_real, len(real), "y_real")
     if ys.shape[1] != yr.shape[1]:
@@ -254,29 +252,29 @@ def probe(emb_sim: np.ndarray, y_sim: np.ndarray, emb_real: np.ndarray, y_real: 
     if len(sim) < MIN_PROBE_FRAMES or len(real) < MIN_PROBE_FRAMES:
         raise InsufficientData(f"Expected at least {MIN_PROBE_FRAMES} frames per side "
                                f"for the probes, got {len(sim)} sim and {len(real)} real.")
-    n_components = _check_int("n_components", n_components, 1, MAX_N_COMPONENTS)
+    n_components = check_int("n_components", n_components, 1, MAX_N_COMPONENTS)
     try:
         al = tuple(float(a) for a in np.atleast_1d(np.asarray(alphas, dtype=np.float64)))
     except (TypeError, ValueError):
         al = ()
     if not al or not all(np.isfinite(a) and a > 0 for a in al):
         raise InputError(f"Expected `alphas` a non-empty sequence of positive numbers, got {alphas!r}.")
-    rng = _rng(random_state)
-    g_sim = _factorize(_cluster_keys(episodes_sim, len(sim), "sim", "episodes_sim")[0])
-    g_real = _factorize(_cluster_keys(episodes_real, len(real), "real", "episodes_real")[0])
+    rng = make_rng(random_state)
+    g_sim = factorize(cluster_keys(episodes_sim, len(sim), "sim", "episodes_sim")[0])
+    g_real = factorize(cluster_keys(episodes_real, len(real), "real", "episodes_real")[0])
 
-    proj_sim = _fit_projection([_Rows(sim)], n_components, rng)
-    f_sim = proj_sim.transform(_Rows(sim))  # (N_sim, k) float64
+    proj_sim = fit_projection([Rows(sim)], n_components, rng)
+    f_sim = proj_sim.transform(Rows(sim))  # (N_sim, k) float64
     s2s = _within(f_sim, ys, g_sim, rng, al, "sim")
     ridge = _fit_ridge(f_sim, ys, g_sim, al, rng)
     del f_sim  # one domain's features in memory at a time
     pred = np.empty_like(yr)
     for s in range(0, len(real), CHUNK_ROWS):  # real frames through the sim projection, chunk by chunk
-        rows = _Rows(real, np.arange(s, min(s + CHUNK_ROWS, len(real))))
+        rows = Rows(real, np.arange(s, min(s + CHUNK_ROWS, len(real))))
         pred[s:s + len(rows)] = ridge.predict(proj_sim.transform(rows)).reshape(len(rows), yr.shape[1])
     r2, per = _score(yr, pred)
-    proj_real = _fit_projection([_Rows(real)], n_components, rng)
-    r2r = _within(proj_real.transform(_Rows(real)), yr, g_real, rng, al, "real")
+    proj_real = fit_projection([Rows(real)], n_components, rng)
+    r2r = _within(proj_real.transform(Rows(real)), yr, g_real, rng, al, "real")
     s2r = ProbeScore(r2=r2, r2_per_dim=per, n_train=len(sim), n_test=len(real), n_splits=1,
                      alphas=(float(ridge.alpha),))
     log.debug("probe: sim->sim %s, real->real %s, sim->real %s", s2s.r2, r2r.r2, s2r.r2)
