@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # run from a checkout without installing the package
 
-from perception_gap import compare, probes  # noqa: E402
+from perception_gap import metrics, probes  # noqa: E402
 
 LIMIT_BYTES = 2_000_000_000
 LATENT = 64
@@ -90,13 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     eps = dict(episodes_sim=episodes, episodes_real=episodes)
 
     runs = [
-        ("centroid_distance", lambda: compare.centroid_distance(sim, real)),
-        ("noise_floor", lambda: compare.noise_floor(real, episodes=episodes)),
-        ("paired_cosine", lambda: compare.paired_cosine(sim, real, pairs)),
-        ("domain_auc", lambda: compare.domain_auc(sim, real, **eps)),
-        ("mmd", lambda: compare.mmd(sim, real, **eps)),
-        ("centroid_distance_ci", lambda: compare.centroid_distance_ci(sim, real, **eps)),
-        ("bootstrap_ci(mean diff)", lambda: compare.bootstrap_ci(
+        ("centroid_distance", lambda: metrics.centroid_distance(sim, real)),
+        ("noise_floor", lambda: metrics.noise_floor(real, episodes=episodes)),
+        ("paired_cosine", lambda: metrics.paired_cosine(sim, real, pairs)),
+        ("domain_auc", lambda: metrics.domain_auc(sim, real, **eps)),
+        ("mmd", lambda: metrics.mmd(sim, real, **eps)),
+        ("centroid_distance_ci", lambda: metrics.centroid_distance_ci(sim, real, **eps)),
+        ("bootstrap_ci(mean diff)", lambda: metrics.bootstrap_ci(
             lambda s, r: float(np.linalg.norm(s.mean(axis=0) - r.mean(axis=0))), sim, real, **eps)),
     ]
     if not args.no_probe:

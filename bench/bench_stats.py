@@ -3,7 +3,7 @@
 Generates N 640x480 JPEGs (quality 90) from the real photos under ../shared/data (random
 crops, resizes, flips, brightness; synthetic textures when that folder is absent) into a temp
 folder, indexes them into a fresh catalog (not timed), then times
-`perception_gap.pipeline.compute_stats` (decode + statistics in worker processes + DuckDB
+`perception_gap.workflows.stats.compute_stats` (decode + statistics in worker processes + DuckDB
 writes) against a bare `Image.open(path).load()` over the same files, in the same chunks, in
 a ProcessPoolExecutor of the pipeline's own start method (fork on Linux) with the same number of workers. Repeats alternate the two
 and the figures are medians over repeats (the ratio: the median of each repeat's ratio, so
@@ -217,7 +217,7 @@ def _breakdown(paths: list[str]) -> dict[str, float]:
     """CPU ms/frame of bare decode, decode_rgb and image_stats_pil (best of 3 passes)."""
     from PIL import Image
 
-    from perception_gap.frames import decode_rgb
+    from perception_gap.ingest.frames import decode_rgb
     from perception_gap.statistics.image import image_stats_pil
 
     best = {"bare decode": 9e9, "decode_rgb": 9e9, "image_stats_pil": 9e9}

@@ -89,7 +89,7 @@ def _frame_to_uint8(path: str) -> np.ndarray:
     normalization they carry cannot be inverted without its constants, and guessing them would
     hide exactly the plumbing bug this tool looks for.
     """
-    from perception_gap.frames import decode_rgb
+    from perception_gap.ingest.frames import decode_rgb
 
     img = decode_rgb(Path(path))
     if not isinstance(img, np.ndarray):

@@ -35,8 +35,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from perception_gap.findings import Finding, order_findings
-from perception_gap.records import FrameRecord, SetRecords, paired
-from perception_gap.stats import DEPTH_PERCENTILES
+from perception_gap.statistics.records import FrameRecord, SetRecords, paired
+from perception_gap.statistics.depth import DEPTH_PERCENTILES
 
 __all__ = [
     "CHECKS", "ChannelMoments", "Encoding", "EncodingInference", "HFFeatures", "HALF", "IMAGENET",

@@ -13,8 +13,7 @@ from PIL import Image
 
 import cli
 from perception_gap.workflows.detection import detection_results
-from perception_gap.workflows.run import run_job
-from perception_gap.annotate import attach_coco, attach_masks
+from perception_gap.ingest.annotations import attach_coco, attach_masks
 from perception_gap.catalog import Catalog
 from perception_gap.errors import InputError
 from perception_gap.ingest import index_folder
@@ -123,7 +122,7 @@ def test_masks_to_boxes_and_detection_in_run(tmp_path):
     with Catalog(db) as cat:
         index_folder(cat, tmp_path / "sim", "sim", "sim")
         index_folder(cat, tmp_path / "real", "real", "real")
-        from perception_gap.annotate import load_mask_categories
+        from perception_gap.ingest.annotations import load_mask_categories
 
         for dom in ("sim", "real"):
             r = attach_masks(cat, tmp_path / f"{dom}_masks", dom, categories=load_mask_categories(cats))

@@ -13,11 +13,14 @@ from hypothesis.extra.numpy import arrays
 from scipy.spatial.distance import cdist, pdist
 from sklearn.metrics.pairwise import cosine_distances, paired_cosine_distances
 
-from perception_gap import compare
-from perception_gap.compare import (CI, CentroidDistance, DomainAUC, MMD, NoiseFloor, PairedCosine, block_ids,
-                                    bootstrap_ci, centroid_distance, centroid_distance_ci, cluster_labels, domain_auc,
-                                    grouped_folds, mmd, noise_floor, noise_floor_halves, paired_cosine,
-                                    resample_clusters)
+from perception_gap.metrics import projection, twosample
+from perception_gap.metrics.results import CI, CentroidDistance, DomainAUC, MMD, NoiseFloor, PairedCosine
+from perception_gap.metrics.resampling import block_ids, cluster_labels, grouped_folds, resample_clusters
+from perception_gap.metrics.bootstrap import bootstrap_ci
+from perception_gap.metrics.centroid import (centroid_distance, centroid_distance_ci, noise_floor,
+    noise_floor_halves)
+from perception_gap.metrics.twosample import domain_auc, mmd
+from perception_gap.metrics.paired import paired_cosine
 from perception_gap.errors import InputError, InsufficientData
 
 
@@ -109,7 +112,7 @@ def test_float32_input_and_chunking_give_the_same_answer(monkeypatch):
     base = centroid_distance(sim, real, n_components=5)
     assert centroid_distance(sim.astype(np.float32), real.astype(np.float32), n_components=5).value == pytest.approx(
         base.value, rel=1e-5)
-    monkeypatch.setattr(compare, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(projection, "CHUNK_ROWS", 7)
     assert centroid_distance(sim, real, n_components=5).value == pytest.approx(base.value, abs=1e-12)
 
 
@@ -119,7 +122,7 @@ def test_large_sets_fit_on_a_subset_but_use_every_frame(monkeypatch):
     # 200-row fit subset may well miss: range [0, 30], centroids 1 and 630/301.
     sim = np.array([[0.0], [2.0]] * 150)
     real = np.vstack([np.array([[1.0], [3.0]] * 150), [[30.0]]])
-    monkeypatch.setattr(compare, "MAX_FIT_ROWS", 200)
+    monkeypatch.setattr(projection, "MAX_FIT_ROWS", 200)
     expected = (630 / 301 - 1.0) / 30.0
     for seed in range(3):
         res = centroid_distance(sim, real, random_state=seed)
@@ -128,7 +131,7 @@ def test_large_sets_fit_on_a_subset_but_use_every_frame(monkeypatch):
     # Many dimensions: the subset fit stays close to the full fit.
     sim, real = gaussians(400, 300, 8, shift=3.0, seed=5)
     sub = centroid_distance(sim, real, n_components=3)
-    monkeypatch.setattr(compare, "MAX_FIT_ROWS", 20_000)
+    monkeypatch.setattr(projection, "MAX_FIT_ROWS", 20_000)
     assert sub.value == pytest.approx(centroid_distance(sim, real, n_components=3).value, rel=0.15)
 
 
@@ -366,7 +369,7 @@ def test_mmd_batch_formula_matches_direct_for_any_relabelling():
     kern = np.exp(-cdist(x, x, "sqeuclidean") / (2 * sigma**2))
     rng = np.random.default_rng(0)
     z = (rng.random((35, 6)) < 0.4).astype(float)
-    got = compare._mmd2_batch(kern @ z, z, kern.sum(axis=1), kern.sum(), np.diag(kern).copy(), np.trace(kern))
+    got = twosample._mmd2_batch(kern @ z, z, kern.sum(axis=1), kern.sum(), np.diag(kern).copy(), np.trace(kern))
     for j in range(6):
         m = z[:, j] == 1
         assert got[j] == pytest.approx(ref_mmd2(x[m], x[~m], sigma), abs=1e-12)
@@ -527,7 +530,7 @@ def test_generic_bootstrap_caps_and_fails_clearly():
 def test_pair_cosine_distances_match_sklearn():
     from sklearn.metrics.pairwise import paired_cosine_distances
 
-    from perception_gap.compare import pair_cosine_distances, paired_cosine
+    from perception_gap.metrics.paired import pair_cosine_distances, paired_cosine
 
     rng = np.random.default_rng(5)
     a, b = rng.normal(size=(30, 8)), rng.normal(size=(25, 8))

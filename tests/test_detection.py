@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from perception_gap.detection import (
     STAT_NAMES,
     Box,
-    _APAccumulator,
     ap_difference_ci,
     clip_boxes,
     coco_summary,
@@ -26,6 +25,7 @@ from perception_gap.detection import (
     pair_flips,
     parse_coco,
 )
+from perception_gap.detection.bootstrap import _APAccumulator
 from perception_gap.errors import InputError, InsufficientData
 
 

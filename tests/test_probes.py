@@ -13,7 +13,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from perception_gap.errors import InputError, InsufficientData
-from perception_gap import compare
+from perception_gap.metrics.validation import draw_seed
 from perception_gap.probes import ALPHAS, ProbeResult, choose_alpha, probe
 
 
@@ -104,7 +104,7 @@ def test_choose_alpha_agrees_with_sklearn_ridgecv(seed):
     y = feats[:, :3] @ rng.normal(size=(3, 2)) * 0.3 + rng.normal(size=(90, 2))
     y[:, 1] *= 50.0  # mixed units: the criterion averages R^2, it does not add squared errors
     groups = np.arange(90) // 6
-    splits = list(GroupKFold(n_splits=3, shuffle=True, random_state=compare._seed(np.random.default_rng(seed)))
+    splits = list(GroupKFold(n_splits=3, shuffle=True, random_state=draw_seed(np.random.default_rng(seed)))
                   .split(feats, y, groups))
     ref = RidgeCV(alphas=ALPHAS, cv=splits).fit(feats, y).alpha_
     assert choose_alpha(feats, y, groups, ALPHAS, random_state=seed) == ref

@@ -48,10 +48,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from PIL import Image
 
-from perception_gap import detection
+from perception_gap.detection.boxes import pairwise_iou, xyxy
 from perception_gap.workflows import drift_gates as drift
-from perception_gap.compare import (RANK_TOL, centroid_distance, centroid_distance_ci, cluster_labels, domain_auc,
-                                    grouped_folds, mmd, noise_floor, pair_cosine_distances, paired_cosine)
+from perception_gap.metrics.projection import RANK_TOL
+from perception_gap.metrics.centroid import centroid_distance, centroid_distance_ci, noise_floor
+from perception_gap.metrics.resampling import cluster_labels, grouped_folds
+from perception_gap.metrics.twosample import domain_auc, mmd
+from perception_gap.metrics.paired import pair_cosine_distances, paired_cosine
 from perception_gap.statistics.workers import rgb_stats_job
 from perception_gap.detection import Box, coco_summary
 from perception_gap.errors import InsufficientData
@@ -596,13 +599,13 @@ BOXES = st.lists(st.tuples(st.floats(0, 500), st.floats(0, 500), st.floats(1, 20
 def test_iou_is_bounded_symmetric_one_on_itself_and_matches_pycocotools(a, b):
     from pycocotools import mask as mask_utils
 
-    xa = detection._xyxy([Box("x", t) for t in a])
-    xb = detection._xyxy([Box("x", t) for t in b])
-    m = detection._iou(xa, xb)
+    xa = xyxy([Box("x", t) for t in a])
+    xb = xyxy([Box("x", t) for t in b])
+    m = pairwise_iou(xa, xb)
     assert m.shape == (len(a), len(b))
     assert np.all((m >= 0.0) & (m <= 1.0))
-    np.testing.assert_array_equal(detection._iou(xb, xa), m.T)
-    np.testing.assert_array_equal(np.diag(detection._iou(xa, xa)), 1.0)
+    np.testing.assert_array_equal(pairwise_iou(xb, xa), m.T)
+    np.testing.assert_array_equal(np.diag(pairwise_iou(xa, xa)), 1.0)
     ref = np.asarray(mask_utils.iou([list(t) for t in a], [list(t) for t in b], [0] * len(b)))
     np.testing.assert_allclose(m, ref.reshape(len(a), len(b)), atol=1e-9)
 

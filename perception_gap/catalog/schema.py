@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, Iterable
 
-from perception_gap.stats import DepthStats, ImageStats
+from perception_gap.statistics.depth import DepthStats
+from perception_gap.statistics.image import ImageStats
 
 SCHEMA_VERSION = 1
 DEFAULT_DB = "perception_gap.duckdb"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from perception_gap.catalog.schema import DEPTH_FIELDS, IMAGE_FIELDS, arrow_table, pa
-from perception_gap.stats import DepthStats, ImageStats
+from perception_gap.statistics.depth import DepthStats
+from perception_gap.statistics.image import ImageStats
 
 
 def _stats_rows(items: list[tuple[str, Any, str | None]], names: tuple[str, ...]) -> list[dict[str, Any]]:

@@ -45,7 +45,7 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def _index_boxes(args: argparse.Namespace) -> int:
-    from perception_gap.annotate import attach_coco, attach_masks, load_mask_categories
+    from perception_gap.ingest.annotations import attach_coco, attach_masks, load_mask_categories
     from perception_gap.catalog import Catalog
 
     if args.coco is not None and args.masks is not None:

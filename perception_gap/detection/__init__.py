@@ -32,11 +32,6 @@ from perception_gap.detection.pairs import (
 )
 from perception_gap.detection.parse import ParsedCoco, parse_coco
 
-# old-path compatibility, removed by the lead
-from perception_gap.detection.bootstrap import _APAccumulator  # noqa: F401
-from perception_gap.detection.boxes import pairwise_iou as _iou  # noqa: F401
-from perception_gap.detection.boxes import xyxy as _xyxy  # noqa: F401
-
 __all__ = [
     "LATCH_IOU",
     "MAX_EXAMPLES",

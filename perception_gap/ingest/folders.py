@@ -20,7 +20,7 @@ from perception_gap.ingest.entries import (
     validate_set_name,
 )
 from perception_gap.ingest.frames import DEPTH_EXTS, EXR_EXTS, RGB_EXTS
-from perception_gap.stats import parse_depth_unit
+from perception_gap.statistics.depth import parse_depth_unit
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
     from perception_gap.catalog import Catalog

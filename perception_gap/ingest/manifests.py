@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from perception_gap.errors import InputError
 from perception_gap.ingest.entries import DOMAINS, FrameEntry, IndexReport, Progress, index_entries
-from perception_gap.stats import parse_depth_unit
+from perception_gap.statistics.depth import parse_depth_unit
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
     from perception_gap.catalog import Catalog

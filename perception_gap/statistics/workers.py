@@ -21,7 +21,7 @@ if multiprocessing.parent_process() is not None:
 import numpy as np  # noqa: E402
 
 from perception_gap.errors import FrameError  # noqa: E402
-from perception_gap.frames import decode_depth, decode_rgb
+from perception_gap.ingest.frames import decode_depth, decode_rgb
 from perception_gap.statistics.depth import DepthStats, depth_stats
 from perception_gap.statistics.image import ImageStats, image_stats_array, image_stats_pil
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from perception_gap import detection
 from perception_gap.catalog import Catalog
+from perception_gap.detection import Box
 from perception_gap.findings import Finding
 
 
 def boxes_from_rows(per_frame: dict[str, list[dict[str, Any]]]) -> dict[str, list[Any]]:
-    from perception_gap.detection import Box
-
     return {path: [Box(category=b["category"], bbox=tuple(b["bbox"]), score=b["score"], area=b["area"],
                        iscrowd=b["iscrowd"]) for b in boxes] for path, boxes in per_frame.items()}
 
@@ -27,8 +27,6 @@ SELF_INFLICTED_AP = 0.9
 
 def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: int = 0) -> tuple[dict[str, Any] | None, list[Finding]]:
     """The `detection` part of results.json and its findings; (None, []) when no set has boxes."""
-    from perception_gap import detection
-
     ann = {sim: catalog.load_annotations(sim), real: catalog.load_annotations(real)}
     if not ann[sim] and not ann[real]:
         return None, []

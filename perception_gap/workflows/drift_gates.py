@@ -144,7 +144,7 @@ def _cluster_resample_stat(values: np.ndarray, labels: np.ndarray, stat, n_boot:
 
 
 def _labels(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
-    from perception_gap.compare import cluster_labels
+    from perception_gap.metrics.resampling import cluster_labels
 
     return cluster_labels(episodes, n)
 
@@ -251,12 +251,12 @@ def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_ep
     (1/n_half1 + 1/n_half2)). A ratio near 1 is what two samples of the baseline's own
     distribution give.
     """
-    from perception_gap import compare
+    from perception_gap.metrics import centroid_distance, noise_floor
 
     n_b, n_c = len(emb_base), len(emb_cur)
     try:
-        cd = compare.centroid_distance(emb_cur, emb_base, random_state=random_state)
-        nf = compare.noise_floor(emb_base, episodes=base_eps, random_state=random_state)
+        cd = centroid_distance(emb_cur, emb_base, random_state=random_state)
+        nf = noise_floor(emb_base, episodes=base_eps, random_state=random_state)
     except InsufficientData as e:
         return skipped(name, threshold, str(e))
     scale = math.sqrt((1 / n_c + 1 / n_b) / (1 / nf.n_a + 1 / nf.n_b))
@@ -274,11 +274,10 @@ def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_ep
 def auc_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None,
              cur_eps: Sequence[Hashable] | None, threshold: float, *, random_state: int = 0) -> Gate:
     """Grouped cross-validated AUC of a current-vs-baseline classifier."""
-    from perception_gap import compare
+    from perception_gap.metrics import domain_auc
 
     try:
-        auc = compare.domain_auc(emb_cur, emb_base, episodes_sim=cur_eps, episodes_real=base_eps,
-                                 random_state=random_state)
+        auc = domain_auc(emb_cur, emb_base, episodes_sim=cur_eps, episodes_real=base_eps, random_state=random_state)
     except InsufficientData as e:
         return skipped(name, threshold, str(e))
     return Gate(name=name, value=auc.value, threshold=threshold, passed=auc.value <= threshold,

@@ -1,6 +1,6 @@
 """The `run` job: statistics, embeddings, comparison, probes, ranking and findings in one go.
 
-Combines the catalog with the pure math of `compare`, `probes`, `ranking` and `perception`;
+Combines the catalog with the pure math of `metrics`, `probes`, `ranking` and `diagnoses.perception`;
 returns the results.json structure (CONTRACT.md) and stores every figure in the catalog's
 `runs`/`results` tables so runs can be compared over time.
 """
@@ -16,7 +16,10 @@ from perception_gap.version import __version__
 from perception_gap.catalog import Catalog
 from perception_gap.embed import default_encoders, embed_sets, load_encoder
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap import probes
 from perception_gap.findings import Finding, order_findings
+from perception_gap.metrics import (centroid_distance_ci, domain_auc, mmd, noise_floor, pair_cosine_distances,
+                                    paired_cosine)
 from perception_gap.perception import insufficient_findings, perception_findings
 from perception_gap.workflows.detection import detection_results
 from perception_gap.workflows.stats import stats_job
@@ -82,7 +85,6 @@ def _try(insufficient: dict[str, str], metric: str, fn: Callable[[], Any]) -> An
 
 def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, random_state: int = 0) -> dict[str, Any]:
     """The `encoders[]` entry of results.json for one (already embedded) encoder."""
-    from perception_gap import compare, probes
 
     meta_s, emb_s = catalog.load_embeddings(sim, encoder.fingerprint)
     meta_r, emb_r = catalog.load_embeddings(real, encoder.fingerprint)
@@ -101,14 +103,14 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
         return entry
     ep_r = [m["episode"] for m in meta_r]
     grp_s, grp_r = _groups(meta_s, meta_r), _groups(meta_r, meta_s)
-    cd = _try(insufficient, "centroid distance", lambda: compare.centroid_distance_ci(
+    cd = _try(insufficient, "centroid distance", lambda: centroid_distance_ci(
         emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state))
     if cd is not None:
         entry["centroid_distance"] = cd.value
         entry["centroid_distance_norm"] = cd.value_norm
         entry["centroid_distance_k"] = cd.n_components
         entry["centroid_distance_norm_ci"] = cd.ci.to_dict() if cd.ci is not None else None
-    nf = _try(insufficient, "noise floor", lambda: compare.noise_floor(emb_r, episodes=ep_r, random_state=random_state))
+    nf = _try(insufficient, "noise floor", lambda: noise_floor(emb_r, episodes=ep_r, random_state=random_state))
     if nf is not None:
         entry["noise_floor"] = nf.value_norm
         entry["noise_floor_method"] = nf.method
@@ -116,12 +118,12 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
     pairs = np.asarray([(i, real_index[m["pair_key"]]) for i, m in enumerate(meta_s) if m["pair_key"] in real_index],
                        dtype=np.int64).reshape(-1, 2)
     if len(pairs):
-        pc = _try(insufficient, "paired cosine", lambda: compare.paired_cosine(emb_s, emb_r, pairs, random_state=random_state))
+        pc = _try(insufficient, "paired cosine", lambda: paired_cosine(emb_s, emb_r, pairs, random_state=random_state))
         if pc is not None:
             entry["paired_cosine"] = pc.to_dict()
             if encoder.family == "clip":
                 entry["paired_cosine"]["clip_band"] = clip_band(pc.mean)
-            dist = compare.pair_cosine_distances(emb_s, emb_r, pairs)
+            dist = pair_cosine_distances(emb_s, emb_r, pairs)
             counts, edges = np.histogram(dist, bins=20, range=(0.0, max(float(dist.max()), 1e-6)))
             entry["paired_cosine"]["histogram"] = {"edges": [float(x) for x in edges], "counts": [int(c) for c in counts]}
             order = np.argsort(-dist, kind="stable")[:WORST_PAIRS]
@@ -131,10 +133,10 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
     else:
         insufficient["paired cosine"] = "no sim and real frames share a pair key"
     entry["pca_2d"] = _pca_2d(emb_s, emb_r, random_state)
-    auc = _try(insufficient, "domain AUC", lambda: compare.domain_auc(
+    auc = _try(insufficient, "domain AUC", lambda: domain_auc(
         emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state))
     entry["domain_auc"] = auc.value if auc is not None else None
-    mm = _try(insufficient, "MMD", lambda: compare.mmd(emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r,
+    mm = _try(insufficient, "MMD", lambda: mmd(emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r,
                                                         random_state=random_state))
     entry["mmd"] = {"value": mm.value, "p_value": mm.p_value, "bandwidth": mm.bandwidth,
                     "n_permutations": mm.n_permutations} if mm is not None else None

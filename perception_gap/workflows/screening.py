@@ -7,7 +7,7 @@ set is measured against the real set in one common space:
     StandardScaler -> PCA(k) fitted on the pooled frames of every set -> per-component min-max
     over the pooled projections -> Euclidean distance between the sim and real centroids / sqrt(k).
 
-With one sim set this is exactly the published centroid distance (`compare.centroid_distance`);
+With one sim set this is exactly the published centroid distance (`metrics.centroid_distance`);
 with several, the shared projection and range make the distances comparable with each other
 (separate fits would each rescale to their own pair).
 
@@ -30,16 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from perception_gap.compare import (
-    DEFAULT_N_COMPONENTS,
-    _centred_ci,
-    _cluster_stats,
-    _fit_projection,
-    _normed,
-    _Rows,
-    _scaled_distance,
-)
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.metrics.bootstrap import centred_ci
+from perception_gap.metrics.centroid import DEFAULT_N_COMPONENTS, cluster_stats, normed, scaled_distance
+from perception_gap.metrics.projection import Rows, fit_projection
 from perception_gap.statistics.image import ImageStats
 
 N_BOOT = 1_000
@@ -101,8 +95,8 @@ def view_distances(view: str, embs: dict[str, np.ndarray], clusters: dict[str, S
     for n in names:
         if len(embs[n]) < 2:
             raise InsufficientData(f"Expected at least 2 frames of set {n!r} in view {view!r}, got {len(embs[n])}.")
-    rows = [_Rows(np.ascontiguousarray(embs[n])) for n in names]
-    proj = _fit_projection(rows, n_components, np.random.default_rng(random_state))
+    rows = [Rows(np.ascontiguousarray(embs[n])) for n in names]
+    proj = fit_projection(rows, n_components, np.random.default_rng(random_state))
     z = {n: proj.transform(r) for n, r in zip(names, rows)}
     k = proj.k
     sims = [n for n in names if n != real]
@@ -111,12 +105,12 @@ def view_distances(view: str, embs: dict[str, np.ndarray], clusters: dict[str, S
         return ViewDistances(view, {s: 0.0 for s in sims}, {s: zero for s in sims}, 0)
     lo = np.min([z[n].min(axis=0) for n in names], axis=0)
     hi = np.max([z[n].max(axis=0) for n in names], axis=0)
-    values = {s: _normed(_scaled_distance(z[s].mean(axis=0), z[real].mean(axis=0), lo, hi), k) for s in sims}
+    values = {s: normed(scaled_distance(z[s].mean(axis=0), z[real].mean(axis=0), lo, hi), k) for s in sims}
     g = len(labels_index)
     parts = {}
     for n in names:
         lab = np.asarray([labels_index[c] for c in clusters[n]], dtype=np.int64)
-        sums, cnt, mins, maxs = _cluster_stats(z[n], lab)
+        sums, cnt, mins, maxs = cluster_stats(z[n], lab)
         present = np.unique(lab)
         full_sum = np.zeros((g, k)); full_sum[present] = sums
         full_cnt = np.zeros(g); full_cnt[present] = cnt
@@ -142,7 +136,7 @@ def view_distances(view: str, embs: dict[str, np.ndarray], clusters: dict[str, S
             continue
         lo_b, hi_b = np.min(los, axis=0), np.max(his, axis=0)
         for s in sims:
-            reps[s][b] = _normed(_scaled_distance(cents[s], cents[real], lo_b, hi_b), k)
+            reps[s][b] = normed(scaled_distance(cents[s], cents[real], lo_b, hi_b), k)
     return ViewDistances(view, values, reps, k)
 
 
@@ -165,7 +159,7 @@ def _ci(reps: np.ndarray, estimate: float, level: float) -> dict[str, Any]:
     r = reps[np.isfinite(reps)]
     if len(r) < max(10, len(reps) // 2):
         return {"low": None, "high": None, "level": level, "n_boot": int(len(r))}
-    lo, hi, _ = _centred_ci(r, estimate, level)
+    lo, hi, _ = centred_ci(r, estimate, level)
     return {"low": float(lo), "high": float(hi), "level": level, "n_boot": int(len(r))}
 
 

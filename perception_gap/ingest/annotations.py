@@ -137,7 +137,7 @@ def load_mask_categories(path: Path | None) -> dict[int, str] | None:
 
 
 def _read_mask(path: Path) -> np.ndarray:
-    from perception_gap.frames import decode_depth
+    from perception_gap.ingest.frames import decode_depth
 
     a = decode_depth(path)  # single-channel integer image or array, own dtype
     if not np.issubdtype(a.dtype, np.integer):
