@@ -1,0 +1,98 @@
+"""Named plumbing diagnoses: the sim/real differences that are bugs or simple sensor gaps.
+
+`diagnose(sim, real)` runs a registry of small checks over the per-frame statistics of two
+frame sets and returns `Finding`s (codes in CONTRACT.md), most urgent first. Each check is one
+function `check(ctx) -> Finding | None`; the arithmetic lives in tiny pure helpers next to
+it, one module per family (`geometry`, `values`, `colour`, `depth`, `sharpness`, `joints`).
+
+Two bases. With at least `MIN_PAIRS` frames matched by pair key a check compares each sim frame
+with its own real frame and takes the median over pairs, so scene content cancels; otherwise it
+compares the two sets' distributions, which needs larger effects and, for gaps, an effect that
+clears the sets' scene-to-scene spread (`DIST_Z` standard errors). Every finding's evidence says
+which basis it used (`basis`, `n_pairs`).
+
+Checks contaminate each other, so they run in order and read what already fired:
+value-range or normalization mismatches put the two sides on different scales (brightness and
+white balance are then skipped); a channel swap fakes a white-balance shift (skipped) and a
+luminance change (brightness un-swaps the channels first); a resolution mismatch changes what
+per-pixel sharpness means (the resize check then relies only on the nearest-neighbour
+signature, which does not depend on scale).
+
+Values are compared in a common [0, 1] scale only after the value encoding of each side has
+been inferred (`infer_encodings`); arrays themselves are never rescaled by the statistics.
+
+A finding's `score` is its effect in units of the threshold that made it fire (>= 1), so
+findings of one severity sort by how clearly they cleared their bar.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from perception_gap.diagnoses.colour import check_brightness, check_channel_swap, check_white_balance
+from perception_gap.diagnoses.context import Context
+from perception_gap.diagnoses.depth import check_depth_dropout, check_depth_scale
+from perception_gap.diagnoses.encoding import infer_encodings
+from perception_gap.diagnoses.geometry import check_resolution
+from perception_gap.diagnoses.joints import check_joint_units
+from perception_gap.diagnoses.sharpness import check_resize_filter, check_sharpness
+from perception_gap.diagnoses.values import check_normalization, check_value_range, encoding_inputs
+from perception_gap.findings import Finding, order_findings
+from perception_gap.records import SetRecords, paired
+
+logger = logging.getLogger(__name__)
+
+
+# The registry, in the order checks contaminate each other (see the module docstring).
+CHECKS: tuple[tuple[str, Callable[[Context], Finding | None]], ...] = (
+    ("resolution", check_resolution),
+    ("value_range", check_value_range),
+    ("normalization", check_normalization),
+    ("channel_swap", check_channel_swap),
+    ("depth_scale", check_depth_scale),
+    ("depth_dropout", check_depth_dropout),
+    ("resize_filter", check_resize_filter),
+    ("sharpness", check_sharpness),
+    ("brightness", check_brightness),
+    ("white_balance", check_white_balance),
+    ("joint_units", check_joint_units),
+)
+
+
+def _infer(ctx: Context) -> None:
+    inputs = encoding_inputs(ctx)
+    if inputs is not None:
+        basis, _, ms, mr = inputs
+        ctx.enc = infer_encodings(ms, mr, basis)
+
+
+_IMAGE_CHECKS = {"value_range", "normalization", "channel_swap", "resize_filter", "sharpness",
+                 "brightness", "white_balance"}
+
+
+def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
+    """Run every plumbing check on a sim set against a real set.
+
+    Args:
+        sim: the simulated frame set (`domain` "sim").
+        real: the real frame set (`domain` "real").
+
+    Returns:
+        Findings with codes from CONTRACT.md (`channel_swap`, `value_range`, `normalization`,
+        `depth_scale`, `depth_dropout`, `resize_filter`, `brightness`, `white_balance`,
+        `resolution`, `joint_units`), ordered by `order_findings`; empty when nothing is off.
+    """
+    ctx = Context(sim=sim, real=real, pairs=paired(sim, real))
+    _infer(ctx)
+    findings: list[Finding] = []
+    for code, check in CHECKS:
+        if code in _IMAGE_CHECKS and ctx.enc is None:
+            continue
+        found = check(ctx)
+        if found is not None:
+            ctx.fired.add(code)
+            findings.append(found)
+            logger.debug("%s: %s", code, found.title)
+    logger.info("plumbing: %d finding(s) for %s vs %s", len(findings), sim.name, real.name)
+    return order_findings(findings)

@@ -1,0 +1,63 @@
+"""Shared ground of the plumbing diagnoses: the basis thresholds and small pure numeric helpers.
+
+`MIN_PAIRS` decides between the pairs and the distribution basis, `DIST_Z` is the bar a gap
+clears on the distribution basis; the helpers round evidence, measure a difference of medians in
+standard errors, and decode sRGB. Each family's own thresholds live in its module.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+# ---------------------------------------------------------------------------------------------
+# Thresholds. Each was tuned on the clean cases (real frames vs the same frames with sigma 2/255
+# Gaussian noise and JPEG q90 re-encoding; two halves of one real set) and on injected faults,
+# on synthetic scenes and on the real photos in ../shared/data (see tests/test_plumbing.py).
+# ---------------------------------------------------------------------------------------------
+
+# Pairs needed before per-pair medians are trusted; below this, set distributions are compared.
+MIN_PAIRS = 3
+# Distribution basis: a gap must exceed this many standard errors of the difference of the two
+# set medians (scene-to-scene spread / sqrt(n)); z = 3 keeps two halves of one real set quiet.
+DIST_Z = 3.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Small numeric helpers (pure)
+# ---------------------------------------------------------------------------------------------
+
+def num(x: float, nd: int = 4) -> float | None:
+    """A plain Python float rounded for evidence; None for NaN/inf (JSON has neither)."""
+    x = float(x)
+    return float(round(x, nd)) if math.isfinite(x) else None
+
+
+def nums(xs: Sequence[float], nd: int = 4) -> list[float]:
+    return [num(x, nd) for x in xs]
+
+
+def _median_se(x: np.ndarray) -> float:
+    """Standard error of a sample median (normal approximation, MAD-based spread)."""
+    if x.size < 2:
+        return math.inf
+    mad = 1.4826 * float(np.median(np.abs(x - np.median(x))))
+    sd = max(mad, float(np.std(x, ddof=1)) * 0.5)  # MAD is 0 on tied data; keep some spread
+    return 1.2533 * sd / math.sqrt(x.size)
+
+
+def dist_z(a: np.ndarray, b: np.ndarray) -> float:
+    """|median(a) - median(b)| in standard errors of that difference."""
+    se = math.hypot(_median_se(a), _median_se(b))
+    diff = abs(float(np.median(a)) - float(np.median(b)))
+    if se == 0:
+        return math.inf if diff > 0 else 0.0
+    return diff / se
+
+
+def srgb_to_linear(v: np.ndarray) -> np.ndarray:
+    """sRGB-encoded values in [0, 1] -> linear light (IEC 61966-2-1); clips to [0, 1] first."""
+    v = np.clip(np.asarray(v, dtype=np.float64), 0.0, 1.0)
+    return np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4)

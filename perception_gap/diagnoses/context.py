@@ -1,0 +1,54 @@
+"""The check context: what every plumbing check reads (sets, pairs, inferred encodings, what
+already fired) and the evidence fields every finding starts with."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from perception_gap.diagnoses.common import MIN_PAIRS
+from perception_gap.diagnoses.encoding import EncodingInference
+from perception_gap.records import FrameRecord, SetRecords
+
+
+@dataclass
+class Context:
+    """What every check reads: the sets, their pairs, the inferred encodings, what fired."""
+
+    sim: SetRecords
+    real: SetRecords
+    pairs: list[tuple[FrameRecord, FrameRecord]]
+    enc: EncodingInference | None = None
+    fired: set[str] = field(default_factory=set)
+
+    def image_pairs(self) -> list[tuple[FrameRecord, FrameRecord]]:
+        return [(s, r) for s, r in self.pairs if _usable(s) and _usable(r)]
+
+    def images(self, side: str) -> list[FrameRecord]:
+        frames = self.sim.frames if side == "sim" else self.real.frames
+        return [f for f in frames if _usable(f)]
+
+    def image_sides(self, keep: Callable[[FrameRecord, FrameRecord | None], bool] = lambda f, g: True,
+                    ) -> tuple[str, list[FrameRecord], list[FrameRecord]]:
+        """(basis, sim frames, real frames) with usable images passing `keep`.
+
+        `keep(frame, partner)` sees the matched frame as `partner` on the pairs basis (rows of
+        the two lists then match) and None on the distribution basis.
+        """
+        pairs = [(s, r) for s, r in self.image_pairs() if keep(s, r) and keep(r, s)]
+        if len(pairs) >= MIN_PAIRS:
+            return "pairs", [s for s, _ in pairs], [r for _, r in pairs]
+        return ("distribution", [f for f in self.images("sim") if keep(f, None)],
+                [f for f in self.images("real") if keep(f, None)])
+
+
+def _usable(f: FrameRecord) -> bool:
+    im = f.image
+    return im is not None and all(math.isfinite(v) for v in im.mean) and all(
+        math.isfinite(v) for v in im.std)
+
+
+def basis_evidence(basis: str, n_pairs: int, ctx: Context) -> dict:
+    return {"basis": basis, "n_pairs": n_pairs if basis == "pairs" else 0,
+            "n_sim": len(ctx.sim.frames), "n_real": len(ctx.real.frames)}

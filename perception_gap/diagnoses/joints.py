@@ -1,0 +1,114 @@
+"""Joint diagnosis: proprio / action dims in degrees on one side, radians on the other
+(`joint_units`)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+
+from perception_gap.diagnoses.common import MIN_PAIRS, num, nums
+from perception_gap.diagnoses.context import Context, basis_evidence
+from perception_gap.findings import Finding
+
+# Joint units: a per-dimension scale ratio within 30% of 180/pi (57.3) means degrees vs radians.
+DEG_PER_RAD = 180.0 / math.pi
+JOINT_RATIO_TOL = 1.3
+# Once two dims match that closely, other dims within 2x of 57.3 join them: a deg/rad bug hits all
+# revolute joints at once, and set-level spreads of a few episodes scatter by +-30% on their own.
+JOINT_RATIO_LOOSE = 2.0
+
+
+def joint_scale_ratios(sim_vals: np.ndarray, real_vals: np.ndarray, paired_rows: bool) -> np.ndarray:
+    """Per-dimension scale of sim relative to real, shape (D,); NaN where a dim carries nothing.
+
+    Paired: least-squares slope through the origin of sim on real. Unpaired: ratio of
+    root-mean-square values (deg vs rad scales offsets and spread alike)."""
+    out = np.full(sim_vals.shape[1], np.nan)
+    for d in range(sim_vals.shape[1]):
+        s, r = sim_vals[:, d], real_vals[:, d]
+        if paired_rows:
+            den = float(r @ r)
+            if den > 1e-12 and float(s @ s) > 1e-12:
+                out[d] = float(s @ r) / den
+        else:
+            rs, rr = math.sqrt(float(np.mean(s * s))), math.sqrt(float(np.mean(r * r)))
+            if rs > 1e-9 and rr > 1e-9:
+                out[d] = rs / rr
+    return out
+
+
+def _joint_check(ctx: Context, attr: str) -> Finding | None:
+    get = lambda f: getattr(f, attr)  # noqa: E731
+    fs = [f for f in ctx.sim.frames if get(f) is not None]
+    fr = [f for f in ctx.real.frames if get(f) is not None]
+    if not fs or not fr:
+        return None
+    dims = Counter(len(get(f)) for f in fs).most_common(1)[0][0]
+    if Counter(len(get(f)) for f in fr).most_common(1)[0][0] != dims or dims == 0:
+        return None
+    fs = [f for f in fs if len(get(f)) == dims]
+    fr = [f for f in fr if len(get(f)) == dims]
+    real_by_key = {f.pair_key: f for f in fr}
+    pairs = [(s, real_by_key[s.pair_key]) for s in fs if s.pair_key in real_by_key]
+    if len(pairs) >= MIN_PAIRS:
+        basis = "pairs"
+        sv = np.array([get(s) for s, _ in pairs], dtype=np.float64)
+        rv = np.array([get(r) for _, r in pairs], dtype=np.float64)
+    else:
+        basis = "distribution"
+        sv = np.array([get(f) for f in fs], dtype=np.float64)
+        rv = np.array([get(f) for f in fr], dtype=np.float64)
+    ok_rows_s, ok_rows_r = np.all(np.isfinite(sv), axis=1), np.all(np.isfinite(rv), axis=1)
+    if basis == "pairs":
+        keep = ok_rows_s & ok_rows_r
+        sv, rv = sv[keep], rv[keep]
+    else:
+        sv, rv = sv[ok_rows_s], rv[ok_rows_r]
+    if len(sv) == 0 or len(rv) == 0:
+        return None
+    ratios = joint_scale_ratios(sv, rv, basis == "pairs")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lr = np.log(np.abs(ratios))
+
+    def near(sign: float, tol: float) -> list[int]:
+        return [d for d in range(dims)
+                if np.isfinite(lr[d]) and abs(lr[d] - sign * math.log(DEG_PER_RAD)) <= math.log(tol)]
+
+    sim_deg, real_deg = near(1.0, JOINT_RATIO_TOL), near(-1.0, JOINT_RATIO_TOL)
+    if len(sim_deg) >= 2:
+        sim_deg = near(1.0, JOINT_RATIO_LOOSE)
+    if len(real_deg) >= 2:
+        real_deg = near(-1.0, JOINT_RATIO_LOOSE)
+    if not sim_deg and not real_deg:
+        return None
+    deg_side, flagged = ("sim", sim_deg) if len(sim_deg) >= len(real_deg) else ("real", real_deg)
+    rad_side = "real" if deg_side == "sim" else "sim"
+    ratio_list = [abs(float(ratios[d])) ** (1.0 if deg_side == "sim" else -1.0) for d in flagged]
+    ev = basis_evidence(basis, len(sv) if basis == "pairs" else 0, ctx)
+    ev.update({"field": attr, "dims": [int(d) for d in flagged], "n_dims": dims,
+               "degrees_side": deg_side,
+               "ratios_degrees_over_radians": nums(ratio_list, 3),
+               "median_ratio": num(float(np.median(ratio_list)), 3),
+               "expected_ratio": num(DEG_PER_RAD, 3),
+               "all_dim_ratios_sim_over_real": [num(float(x), 5) for x in ratios]})
+    title = (f"{deg_side.capitalize()} {attr} dims {ev['dims']} are {ev['median_ratio']:.1f}x the "
+             f"{rad_side} values: degrees vs radians.")
+    action = (f"Convert {deg_side} {attr} dims {ev['dims']} from degrees to radians (x pi/180) in its "
+              f"loader; this is a unit bug, not a randomization budget.")
+    return Finding("joint_units", "bug", title, ev, action, num(len(flagged)))
+
+
+def check_joint_units(ctx: Context) -> Finding | None:
+    """Proprio and action dims in degrees on one side and radians on the other (one finding;
+    the action field's evidence rides along when both are off)."""
+    proprio, action = _joint_check(ctx, "proprio"), _joint_check(ctx, "action")
+    if proprio is None or action is None:
+        return proprio or action
+    ev = dict(proprio.evidence)
+    ev["action"] = {k: action.evidence[k] for k in ("dims", "degrees_side", "median_ratio")}
+    title = proprio.title[:-1] + f" (action dims {action.evidence['dims']} too)."
+    action_text = (proprio.action + f" Do the same for {action.evidence['degrees_side']} action dims "
+                   f"{action.evidence['dims']}.")
+    return Finding("joint_units", "bug", title, ev, action_text, proprio.score + action.score)
