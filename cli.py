@@ -13,9 +13,9 @@ import logging
 import sys
 from typing import Callable
 
-from perception_gap.version import __version__
 from perception_gap.commands.output import fail as _fail
 from perception_gap.errors import PerceptionGapError
+from perception_gap.version import __version__
 
 DEFAULT_DB = "perception_gap.duckdb"
 

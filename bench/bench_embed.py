@@ -109,7 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=32)
     args = ap.parse_args(argv)
     import torch
-
     from bench_stats import describe_sources, make_frames
 
     print(f"bench_embed: {args.n} JPEG 640x480 from {describe_sources()}; encoder {args.encoder}, "

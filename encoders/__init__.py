@@ -14,14 +14,14 @@ only when an encoder is loaded or an open_clip name is requested. This package n
 from __future__ import annotations
 
 from encoders.base import Encoder, EncoderInfo, file_sha256
-from encoders.errors import EncoderError, UnsafeCheckpointError, WeightsUnavailableError
-from encoders.preprocessing import Preprocessing, preprocess_images
-from encoders.registry import get_encoder, list_encoders, register_encoder, register_prefix
 
 # Built-in adapters register themselves on import (no heavy imports at module level).
 from encoders.efficientnet_lite import EfficientNetLiteEncoder  # noqa: E402
+from encoders.errors import EncoderError, UnsafeCheckpointError, WeightsUnavailableError
 from encoders.open_clip_adapter import OpenClipEncoder  # noqa: E402
 from encoders.pixel import PixelEncoder  # noqa: E402
+from encoders.preprocessing import Preprocessing, preprocess_images
+from encoders.registry import get_encoder, list_encoders, register_encoder, register_prefix
 from encoders.throughput import ForwardThroughput, measure_forward  # noqa: E402
 
 

@@ -127,8 +127,9 @@ def find_cached_tag_weights(pretrained_cfg: dict[str, Any], cache_dir: str | Non
 
 
 def _find_checkpoint_in_dir(folder: str) -> str | None:
-    import open_clip.factory as factory
     from pathlib import Path
+
+    import open_clip.factory as factory
 
     finder = getattr(factory, "_find_checkpoint_in_dir", None)
     if finder is not None:  # the exact file open_clip will load

@@ -29,8 +29,18 @@ _API = ("open_catalog", "index_folder", "index_manifest", "stats", "run", "scree
 __all__ = ["__version__", *_API]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily below
-    from perception_gap.api import (drift, index_folder, index_manifest, list_encoders, load_results,  # noqa: F401
-                                    open_catalog, run, screen, stats, write_outputs)
+    from perception_gap.api import (  # noqa: F401
+        drift,
+        index_folder,
+        index_manifest,
+        list_encoders,
+        load_results,
+        open_catalog,
+        run,
+        screen,
+        stats,
+        write_outputs,
+    )
 
 
 def __getattr__(name: str) -> Any:

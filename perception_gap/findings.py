@@ -15,7 +15,7 @@ class Finding:
     """One diagnosis.
 
     Attributes:
-        code: stable machine name (`channel_swap`, `depth_scale`, ...; CONTRACT.md).
+        code: stable machine name (`channel_swap`, `depth_scale`, ...; docs/contract.md).
         severity: `bug` (plumbing: fix it, never randomize around it), `gap` (appearance or
             sensor difference a simulator can model), or `info`.
         title: one human sentence naming what was found, with its key number.

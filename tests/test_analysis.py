@@ -11,13 +11,12 @@ import pytest
 from PIL import Image
 
 import cli
-from perception_gap.workflows.run import run_job
 from perception_gap.catalog import Catalog
+from perception_gap.diagnoses.perception import perception_findings
 from perception_gap.findings import Finding
 from perception_gap.ingest import index_manifest
-from perception_gap.perception import perception_findings
 from perception_gap.ranking import EncoderScore, clip_band, pareto_layers, rank_encoders
-
+from perception_gap.workflows.run import run_job
 
 # -- ranking: known answers ---------------------------------------------------------------------
 

@@ -12,11 +12,11 @@ import pytest
 from PIL import Image
 
 import cli
-from perception_gap.workflows.detection import detection_results
-from perception_gap.ingest.annotations import attach_coco, attach_masks
 from perception_gap.catalog import Catalog
 from perception_gap.errors import InputError
 from perception_gap.ingest import index_folder
+from perception_gap.ingest.annotations import attach_coco, attach_masks
+from perception_gap.workflows.detection import detection_results
 
 COCO_NAMES = ("AP", "AP50", "AP75", "APsmall", "APmedium", "APlarge",
               "AR1", "AR10", "AR100", "ARsmall", "ARmedium", "ARlarge")

@@ -13,15 +13,14 @@ from hypothesis.extra.numpy import arrays
 from scipy.spatial.distance import cdist, pdist
 from sklearn.metrics.pairwise import cosine_distances, paired_cosine_distances
 
-from perception_gap.metrics import projection, twosample
-from perception_gap.metrics.results import CI, CentroidDistance, DomainAUC, MMD, NoiseFloor, PairedCosine
-from perception_gap.metrics.resampling import block_ids, cluster_labels, grouped_folds, resample_clusters
-from perception_gap.metrics.bootstrap import bootstrap_ci
-from perception_gap.metrics.centroid import (centroid_distance, centroid_distance_ci, noise_floor,
-    noise_floor_halves)
-from perception_gap.metrics.twosample import domain_auc, mmd
-from perception_gap.metrics.paired import paired_cosine
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.metrics import projection, twosample
+from perception_gap.metrics.bootstrap import bootstrap_ci
+from perception_gap.metrics.centroid import centroid_distance, centroid_distance_ci, noise_floor, noise_floor_halves
+from perception_gap.metrics.paired import paired_cosine
+from perception_gap.metrics.resampling import block_ids, cluster_labels, grouped_folds, resample_clusters
+from perception_gap.metrics.results import CI, MMD, CentroidDistance, DomainAUC, NoiseFloor, PairedCosine
+from perception_gap.metrics.twosample import domain_auc, mmd
 
 
 def gaussians(n_sim=120, n_real=100, d=12, shift=0.0, seed=0):

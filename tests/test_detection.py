@@ -28,7 +28,6 @@ from perception_gap.detection import (
 from perception_gap.detection.bootstrap import _APAccumulator
 from perception_gap.errors import InputError, InsufficientData
 
-
 # -- real data: the official evaluator --------------------------------------------------------------
 
 @pytest.fixture(scope="module")

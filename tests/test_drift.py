@@ -14,10 +14,11 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import cli  # noqa: E402
-from perception_gap.workflows import drift_gates as drift  # noqa: E402
-from perception_gap.statistics.image import image_stats_pil  # noqa: E402
 from scenes import blur, render, scenes, write_set  # noqa: E402
+
+import cli  # noqa: E402
+from perception_gap.statistics.image import image_stats_pil  # noqa: E402
+from perception_gap.workflows import drift_gates as drift  # noqa: E402
 
 N = 40
 

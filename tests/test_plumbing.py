@@ -16,24 +16,17 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from perception_gap.diagnoses.checks import diagnose
+from perception_gap.diagnoses.colour import BRIGHTNESS_STOPS, chroma_log2, exposure_stops, swap_costs
+from perception_gap.diagnoses.common import srgb_to_linear
+from perception_gap.diagnoses.depth import name_depth_ratio, nearest_depth_unit
+from perception_gap.diagnoses.encoding import moment_distance
+from perception_gap.diagnoses.joints import DEG_PER_RAD, joint_scale_ratios
+from perception_gap.diagnoses.sharpness import noise_equivalent_levels
 from perception_gap.findings import Finding
-from perception_gap.plumbing import (
-    BRIGHTNESS_STOPS,
-    DEG_PER_RAD,
-    chroma_log2,
-    diagnose,
-    exposure_stops,
-    joint_scale_ratios,
-    moment_distance,
-    name_depth_ratio,
-    nearest_depth_unit,
-    noise_equivalent_levels,
-    srgb_to_linear,
-    swap_costs,
-)
-from perception_gap.statistics.records import FrameRecord, SetRecords
 from perception_gap.statistics.depth import depth_stats
 from perception_gap.statistics.image import image_stats_array, image_stats_pil
+from perception_gap.statistics.records import FrameRecord, SetRecords
 
 try:
     import faults as F

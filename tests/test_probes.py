@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 from sklearn.linear_model import Ridge, RidgeCV
-from sklearn.model_selection import GroupKFold
 from sklearn.metrics import r2_score
+from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 

@@ -48,19 +48,19 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from PIL import Image
 
+from perception_gap.detection import Box, coco_summary
 from perception_gap.detection.boxes import pairwise_iou, xyxy
-from perception_gap.workflows import drift_gates as drift
-from perception_gap.metrics.projection import RANK_TOL
+from perception_gap.errors import InsufficientData
 from perception_gap.metrics.centroid import centroid_distance, centroid_distance_ci, noise_floor
+from perception_gap.metrics.paired import pair_cosine_distances, paired_cosine
+from perception_gap.metrics.projection import RANK_TOL
 from perception_gap.metrics.resampling import cluster_labels, grouped_folds
 from perception_gap.metrics.twosample import domain_auc, mmd
-from perception_gap.metrics.paired import pair_cosine_distances, paired_cosine
-from perception_gap.statistics.workers import rgb_stats_job
-from perception_gap.detection import Box, coco_summary
-from perception_gap.errors import InsufficientData
 from perception_gap.probes import probe
 from perception_gap.statistics.depth import depth_stats
 from perception_gap.statistics.image import image_stats_array, image_stats_pil
+from perception_gap.statistics.workers import rgb_stats_job
+from perception_gap.workflows import drift_gates as drift
 
 
 def fast(n: int) -> settings:

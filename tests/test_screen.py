@@ -12,10 +12,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import cli  # noqa: E402
 from scenes import render, scenes, write_set  # noqa: E402
-from perception_gap.workflows.screening import rank_renderings, scene_clusters, shared_draws, view_distances  # noqa: E402
+
+import cli  # noqa: E402
 from perception_gap.metrics.centroid import centroid_distance  # noqa: E402
+from perception_gap.workflows.screening import rank_renderings, scene_clusters, shared_draws, view_distances  # noqa: E402
 
 
 @pytest.fixture(scope="module")

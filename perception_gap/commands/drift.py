@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from perception_gap.commands.output import atomic_write_text, dumps, encoder_names, fail, fmt, progress_bar, write_outputs
+from perception_gap.commands.output import (
+    atomic_write_text,
+    dumps,
+    encoder_names,
+    fail,
+    fmt,
+    progress_bar,
+    write_outputs,
+)
 
 
 def _print_drift(res: dict[str, Any], out_dir: Path) -> None:
@@ -34,8 +42,8 @@ def _print_history(rows: list[dict[str, Any]]) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.catalog import Catalog
-    from perception_gap.workflows.drift_gates import load_config
     from perception_gap.workflows import drift_history, drift_job
+    from perception_gap.workflows.drift_gates import load_config
 
     if args.history:
         with Catalog(args.db, read_only=True, wait=args.wait) as cat:

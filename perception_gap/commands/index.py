@@ -45,8 +45,8 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def _index_boxes(args: argparse.Namespace) -> int:
-    from perception_gap.ingest.annotations import attach_coco, attach_masks, load_mask_categories
     from perception_gap.catalog import Catalog
+    from perception_gap.ingest.annotations import attach_coco, attach_masks, load_mask_categories
 
     if args.coco is not None and args.masks is not None:
         return fail("index: give either --coco FILE or --masks DIR, not both.")

@@ -18,7 +18,7 @@ of the engine without any data on disk:
   as COCO files keyed by the file names the manifest indexes;
 - a JSONL manifest naming both sets (`demo_sim`, `demo_real`).
 
-`inject=CODE` adds one plumbing fault (a code of CONTRACT.md) so that it is the top finding of
+`inject=CODE` adds one plumbing fault (a code of docs/contract.md) so that it is the top finding of
 `stats`; see `INJECTIONS`. Everything is pure file generation: no catalog, no printing.
 
 Modules: `scene` (MJCF scene, episodes, rendering), `camera` (the "real" camera model, depth

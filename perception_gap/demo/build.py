@@ -99,7 +99,7 @@ def build_demo(out_dir: Path, *, inject: str | None = None, n_episodes: int = 4,
 
     Args:
         out_dir: output folder.
-        inject: a plumbing code of CONTRACT.md (see `INJECTIONS`), or None for the clean demo.
+        inject: a plumbing code of docs/contract.md (see `INJECTIONS`), or None for the clean demo.
         n_episodes, steps: episodes and steps per episode (frames per side = their product).
         size: (width, height) of the sim frames.
         seed: trajectories and the camera model's noise are deterministic given it.

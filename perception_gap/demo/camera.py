@@ -1,6 +1,6 @@
 """The camera model of the demo's "real" side: lens, exposure, white balance, noise, JPEG, depth.
 
-Each effect sits below its plumbing threshold (see plumbing.py), except the depth dropout,
+Each effect sits below its plumbing threshold (see perception_gap/diagnoses/), except the depth dropout,
 which fires as a gap (a gap, not a bug).
 """
 
@@ -11,7 +11,7 @@ import io
 import numpy as np
 from PIL import Image
 
-# Camera model of the "real" side (each below its plumbing threshold; see plumbing.py).
+# Camera model of the "real" side (each below its plumbing threshold; see perception_gap/diagnoses/).
 REAL_EXPOSURE_STOPS = 0.15      # BRIGHTNESS_STOPS = 0.3
 REAL_WB_GAINS = (1.03, 1.0, 0.97)  # WB_LOG2 = 0.1 -> log2 1.03 = 0.043
 REAL_BLUR_SIGMA = 0.35          # pixels; SHARPNESS_STOPS = 1.0 (pairs)

@@ -1,7 +1,7 @@
 """Named plumbing diagnoses: the sim/real differences that are bugs or simple sensor gaps.
 
 `diagnose(sim, real)` runs a registry of small checks over the per-frame statistics of two
-frame sets and returns `Finding`s (codes in CONTRACT.md), most urgent first. Each check is one
+frame sets and returns `Finding`s (codes in docs/contract.md), most urgent first. Each check is one
 function `check(ctx) -> Finding | None`; the arithmetic lives in tiny pure helpers next to
 it, one module per family (`geometry`, `values`, `colour`, `depth`, `sharpness`, `joints`).
 
@@ -39,7 +39,7 @@ from perception_gap.diagnoses.joints import check_joint_units
 from perception_gap.diagnoses.sharpness import check_resize_filter, check_sharpness
 from perception_gap.diagnoses.values import check_normalization, check_value_range, encoding_inputs
 from perception_gap.findings import Finding, order_findings
-from perception_gap.records import SetRecords, paired
+from perception_gap.statistics.records import SetRecords, paired
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
         real: the real frame set (`domain` "real").
 
     Returns:
-        Findings with codes from CONTRACT.md (`channel_swap`, `value_range`, `normalization`,
+        Findings with codes from docs/contract.md (`channel_swap`, `value_range`, `normalization`,
         `depth_scale`, `depth_dropout`, `resize_filter`, `brightness`, `white_balance`,
         `resolution`, `joint_units`), ordered by `order_findings`; empty when nothing is off.
     """

@@ -9,7 +9,7 @@ from typing import Callable
 
 from perception_gap.diagnoses.common import MIN_PAIRS
 from perception_gap.diagnoses.encoding import EncodingInference
-from perception_gap.records import FrameRecord, SetRecords
+from perception_gap.statistics.records import FrameRecord, SetRecords
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from perception_gap.records import FrameRecord
+from perception_gap.statistics.records import FrameRecord
 
 # Value encoding (value_range / normalization). The distance between two sides' per-channel
 # moments is |d mean| / pooled std + |ln std ratio|, averaged over channels (affine invariant).

@@ -9,7 +9,7 @@ from typing import Sequence
 from perception_gap.diagnoses.common import num
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.findings import Finding
-from perception_gap.records import FrameRecord
+from perception_gap.statistics.records import FrameRecord
 
 # Resolution: aspect ratios closer than this (relative) count as the same aspect.
 ASPECT_TOL = 0.01

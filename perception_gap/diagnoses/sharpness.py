@@ -13,7 +13,7 @@ from perception_gap.diagnoses.common import DIST_Z, dist_z, num
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.encoding import Encoding
 from perception_gap.findings import Finding
-from perception_gap.records import FrameRecord
+from perception_gap.statistics.records import FrameRecord
 
 # Resize filter, aliasing rule (downscaling without an antialias filter, or nearest): the
 # sharper side must have log hf_ratio higher by RESIZE_HF, log grad_ratio lower by RESIZE_GRAD,

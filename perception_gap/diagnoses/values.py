@@ -10,6 +10,7 @@ from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.encoding import ENC_MARGIN, ChannelMoments, Encoding, EncodingInference, moments
 from perception_gap.findings import Finding
 
+
 def _encoding_evidence(ctx: Context, inf: EncodingInference, ms: ChannelMoments, mr: ChannelMoments,
                        n_pairs: int) -> dict:
     ev = basis_evidence(inf.basis, n_pairs, ctx)

@@ -37,16 +37,30 @@ With these caps 100k x 1280 float32 per side runs every metric in well under 2 G
 """
 
 from perception_gap.metrics.bootstrap import BOOT_MAX_SAMPLES, N_BOOT, bootstrap_ci
-from perception_gap.metrics.centroid import (CENTROID_N_BOOT, DEFAULT_N_COMPONENTS, MIN_FLOOR_EPISODES,
-                                             centroid_distance, centroid_distance_ci, noise_floor,
-                                             noise_floor_halves)
+from perception_gap.metrics.centroid import (
+                                             CENTROID_N_BOOT,
+                                             DEFAULT_N_COMPONENTS,
+                                             MIN_FLOOR_EPISODES,
+                                             centroid_distance,
+                                             centroid_distance_ci,
+                                             noise_floor,
+                                             noise_floor_halves,
+)
 from perception_gap.metrics.paired import pair_cosine_distances, paired_cosine
 from perception_gap.metrics.projection import MAX_FIT_ROWS, MAX_N_COMPONENTS, RANK_TOL
 from perception_gap.metrics.resampling import N_BLOCKS, block_ids, cluster_labels, grouped_folds, resample_clusters
 from perception_gap.metrics.results import CI, MMD, CentroidDistance, DomainAUC, NoiseFloor, PairedCosine
-from perception_gap.metrics.twosample import (AUC_MAX_SAMPLES, AUC_MAX_SAMPLES_LIMIT, AUC_N_COMPONENTS, MMD_MAX_SAMPLES,
-                                              MMD_MAX_SAMPLES_LIMIT, MMD_PERMUTATIONS, domain_auc, median_bandwidth,
-                                              mmd)
+from perception_gap.metrics.twosample import (
+                                             AUC_MAX_SAMPLES,
+                                             AUC_MAX_SAMPLES_LIMIT,
+                                             AUC_N_COMPONENTS,
+                                             MMD_MAX_SAMPLES,
+                                             MMD_MAX_SAMPLES_LIMIT,
+                                             MMD_PERMUTATIONS,
+                                             domain_auc,
+                                             median_bandwidth,
+                                             mmd,
+)
 from perception_gap.metrics.validation import CHUNK_ROWS
 
 __all__ = [

@@ -12,8 +12,15 @@ from perception_gap.metrics.bootstrap import centred_ci
 from perception_gap.metrics.projection import MAX_N_COMPONENTS, Projection, Rows, fit_projection
 from perception_gap.metrics.resampling import block_ids, bootstrap_clusters, cluster_keys, factorize
 from perception_gap.metrics.results import CI, CentroidDistance, NoiseFloor
-from perception_gap.metrics.validation import (MIN_FRAMES, check_embeddings, check_int, check_level, check_pair,
-                                               draw_seed, make_rng)
+from perception_gap.metrics.validation import (
+    MIN_FRAMES,
+    check_embeddings,
+    check_int,
+    check_level,
+    check_pair,
+    draw_seed,
+    make_rng,
+)
 
 # Centroid distance keeps 32 components by default. Min-max scaling gives every kept
 # component the same weight whatever its variance, so each extra trailing component (mostly

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from perception_gap.statistics.records import SetRecords
 from perception_gap.statistics.depth import DEPTH_HIST_LOG10, DEPTH_PERCENTILES
 from perception_gap.statistics.image import HIST_BINS, LUM_PERCENTILES
+from perception_gap.statistics.records import SetRecords
 
 
 def _f(x: float | None, nd: int = 6) -> float | None:

@@ -12,16 +12,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from perception_gap.version import __version__
 from perception_gap.catalog import Catalog
 from perception_gap.embed import default_encoders, embed_sets, load_encoder
 from perception_gap.errors import InputError
 from perception_gap.findings import Finding, order_findings
-from perception_gap.workflows.common import check_sets
-from perception_gap.workflows.stats import compute_stats, load_set_records, set_info
 from perception_gap.statistics.summary import summarize_set
+from perception_gap.version import __version__
 from perception_gap.workflows import drift_gates as dr
+from perception_gap.workflows.common import check_sets
 from perception_gap.workflows.detection import boxes_from_rows
+from perception_gap.workflows.stats import compute_stats, load_set_records, set_info
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]

@@ -1,7 +1,7 @@
 """The `run` job: statistics, embeddings, comparison, probes, ranking and findings in one go.
 
 Combines the catalog with the pure math of `metrics`, `probes`, `ranking` and `diagnoses.perception`;
-returns the results.json structure (CONTRACT.md) and stores every figure in the catalog's
+returns the results.json structure (docs/contract.md) and stores every figure in the catalog's
 `runs`/`results` tables so runs can be compared over time.
 """
 
@@ -12,18 +12,24 @@ from typing import Any, Callable
 
 import numpy as np
 
-from perception_gap.version import __version__
+from perception_gap import probes
 from perception_gap.catalog import Catalog
+from perception_gap.diagnoses.perception import insufficient_findings, perception_findings
 from perception_gap.embed import default_encoders, embed_sets, load_encoder
 from perception_gap.errors import InputError, InsufficientData
-from perception_gap import probes
 from perception_gap.findings import Finding, order_findings
-from perception_gap.metrics import (centroid_distance_ci, domain_auc, mmd, noise_floor, pair_cosine_distances,
-                                    paired_cosine)
-from perception_gap.perception import insufficient_findings, perception_findings
+from perception_gap.metrics import (
+    centroid_distance_ci,
+    domain_auc,
+    mmd,
+    noise_floor,
+    pair_cosine_distances,
+    paired_cosine,
+)
+from perception_gap.ranking import EncoderScore, clip_band, rank_encoders
+from perception_gap.version import __version__
 from perception_gap.workflows.detection import detection_results
 from perception_gap.workflows.stats import stats_job
-from perception_gap.ranking import EncoderScore, clip_band, rank_encoders
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]

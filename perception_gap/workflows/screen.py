@@ -12,15 +12,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from perception_gap.version import __version__
 from perception_gap.catalog import Catalog
 from perception_gap.embed import default_encoders, embed_sets, load_encoder
 from perception_gap.errors import InputError, InsufficientData
 from perception_gap.findings import Finding, order_findings
+from perception_gap.statistics.summary import summarize_set
+from perception_gap.version import __version__
+from perception_gap.workflows import screening
 from perception_gap.workflows.common import check_sets
 from perception_gap.workflows.stats import compute_stats, load_set_records, set_info
-from perception_gap.statistics.summary import summarize_set
-from perception_gap.workflows import screening
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -37,7 +37,7 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
         results.json with `sets`, `stats`, `findings` (each sim's plumbing diagnoses, then the
         screening verdict), `screen` (see `screening.rank_renderings`), `config`, `version`.
     """
-    from perception_gap.plumbing import diagnose
+    from perception_gap.diagnoses.checks import diagnose
 
     if len(sims) < 2:
         raise InputError(f"Expected at least two --sim sets to screen, got {len(sims)}.")

@@ -14,14 +14,14 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
-from perception_gap.version import __version__
 from perception_gap.catalog import Catalog
-from perception_gap.statistics.workers import depth_stats_job, rgb_stats_job, worker_init
 from perception_gap.errors import InputError
-from perception_gap.statistics.records import FrameRecord, SetRecords
 from perception_gap.statistics.depth import DepthStats, parse_depth_unit
 from perception_gap.statistics.image import ImageStats
+from perception_gap.statistics.records import FrameRecord, SetRecords
 from perception_gap.statistics.summary import summarize_set
+from perception_gap.statistics.workers import depth_stats_job, rgb_stats_job, worker_init
+from perception_gap.version import __version__
 
 log = logging.getLogger(__name__)
 
@@ -191,8 +191,8 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
         The `sets`, `stats`, `pairs` and `findings` parts of results.json, plus `config` and
         `version`.
     """
+    from perception_gap.diagnoses.checks import diagnose
     from perception_gap.findings import order_findings
-    from perception_gap.plumbing import diagnose
 
     if sim == real:
         raise InputError(f"Expected two different sets for --sim and --real, got {sim!r} twice.")
