@@ -21,6 +21,7 @@ import numpy as np
 
 from perception_gap.catalog import Catalog
 from perception_gap.errors import FrameError, InputError
+from perception_gap.ingest.changes import ROUNDS, reread_frames, skip_frames
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,9 @@ class EmbedReport:
         encoder: requested name; fingerprint: weights + preprocessing hash; dim: width.
         todo: frames that lacked an embedding; embedded: vectors written now;
         skipped: frames that cannot be fed to this encoder, with reasons;
-        seconds: wall time of the pass; model_loaded: whether the model had to be loaded.
+        seconds: wall time of the pass; model_loaded: whether the model had to be loaded;
+        reindexed: frames whose file changed since `index`: re-indexed, then embedded under
+            their new content hash (nothing was stored under the old one).
     """
 
     encoder: str
@@ -47,6 +50,7 @@ class EmbedReport:
     skipped: int
     seconds: float
     model_loaded: bool
+    reindexed: tuple[str, ...] = ()
 
 
 def default_encoders() -> list[str]:
@@ -81,17 +85,27 @@ def parse_encoder_list(spec: str | list[str] | None) -> list[str]:
     return names
 
 
-def _frame_to_uint8(path: str) -> np.ndarray:
+def _frame_to_uint8(path: str, content_hash: str | None = None) -> np.ndarray | None:
     """Decode a frame into the HxWx3 uint8 RGB an image encoder takes.
 
     16-bit images map their full scale to 8-bit full scale (v / 257, rounded); grayscale is
     repeated to three channels. Float or otherwise scaled observation arrays are refused: the
     normalization they carry cannot be inverted without its constants, and guessing them would
-    hide exactly the plumbing bug this tool looks for.
+    hide exactly the plumbing bug this tool looks for. With `content_hash`, the bytes read must
+    hash to it (what `index` catalogued); None when they do not (the file changed since).
     """
-    from perception_gap.ingest.frames import decode_rgb
+    from perception_gap.ingest.entries import content_hash as hash_of
+    from perception_gap.ingest.frames import decode_rgb, read_bytes
 
-    img = decode_rgb(Path(path))
+    try:
+        data = read_bytes(Path(path))
+    except FrameError:
+        if content_hash is None:
+            raise
+        return None  # unreadable now, readable at `index`: changed since (re-indexing says why)
+    if content_hash is not None and hash_of(data) != content_hash:
+        return None
+    img = decode_rgb(Path(path), data)
     if not isinstance(img, np.ndarray):
         a = np.asarray(img.convert("RGB") if img.mode != "RGB" else img)
     else:
@@ -111,23 +125,26 @@ def _frame_to_uint8(path: str) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
-def _load_batch(enc: Any, items: list[tuple[str, str]], pool: ThreadPoolExecutor | None) -> tuple[list[str], Any, list[tuple[str, str]]]:
-    """Decode and preprocess one batch: (hashes, (N,3,H,W) tensor or None, [(hash, skip reason)])."""
+def _load_batch(enc: Any, items: list[tuple[str, str]], pool: ThreadPoolExecutor | None) -> tuple[list[str], Any, list[tuple[str, str]], list[str]]:
+    """Decode and preprocess one batch: (hashes, (N,3,H,W) tensor or None, [(hash, skip reason)],
+    [paths changed since `index`])."""
     def one(item: tuple[str, str]) -> tuple[str, np.ndarray | None, str | None]:
         h, path = item
         try:
-            return h, _frame_to_uint8(path), None
+            return h, _frame_to_uint8(path, h), None
         except FrameError as e:
             return h, None, str(e)
         except (ValueError, MemoryError, OSError) as e:
             return h, None, f"cannot decode: {e}"
 
     results = list(pool.map(one, items)) if pool is not None else [one(i) for i in items]
+    paths = dict(items)
     hashes = [h for h, a, _ in results if a is not None]
     arrays = [a for _, a, _ in results if a is not None]
-    skips = [(h, err) for h, a, err in results if a is None]
+    skips = [(h, err) for h, a, err in results if a is None and err is not None]
+    changed = [paths[h] for h, a, err in results if a is None and err is None]
     batch = enc.preprocess(arrays) if arrays else None
-    return hashes, batch, skips
+    return hashes, batch, skips, changed
 
 
 def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] | None = None, *,
@@ -157,24 +174,37 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
     reports = []
     for name, enc in zip(encoder_names, encs):
         t0 = time.perf_counter()
-        todo = [(h, p) for h, p, _dtype, _fmt in catalog.hashes_needing_embedding(set_names, enc.fingerprint)]
-        embedded = skipped = 0
+        embedded = skipped = n_todo = 0
         loaded = False
-        if todo:
-            loaded = True
-            enc.load()
-            embedded, skipped = _embed_items(catalog, name, enc, todo, batch_size, workers, progress)
-        reports.append(EmbedReport(encoder=name, fingerprint=enc.fingerprint, dim=enc.dim, todo=len(todo),
+        reindexed: set[str] = set()
+        for round_ in range(ROUNDS + 1):  # a file changed since `index` is re-indexed, then embedded
+            todo = [(h, p) for h, p, _dtype, _fmt in catalog.hashes_needing_embedding(set_names, enc.fingerprint)]
+            if not todo:
+                break
+            if not loaded:
+                loaded = True
+                enc.load()
+            n_todo += len(todo)
+            e, s, changed = _embed_items(catalog, name, enc, todo, batch_size, workers, progress)
+            embedded, skipped = embedded + e, skipped + s
+            if not changed:
+                break
+            if round_ == ROUNDS:
+                reindexed -= set(skip_frames(catalog, changed))
+                break
+            reindexed.update(reread_frames(catalog, changed))
+        reports.append(EmbedReport(encoder=name, fingerprint=enc.fingerprint, dim=enc.dim, todo=n_todo,
                                    embedded=embedded, skipped=skipped, seconds=time.perf_counter() - t0,
-                                   model_loaded=loaded))
+                                   model_loaded=loaded, reindexed=tuple(sorted(reindexed))))
         log.info("%s: %d embedded, %d skipped in %.1fs", name, embedded, skipped, reports[-1].seconds)
     return reports
 
 
 def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple[str, str]], batch_size: int,
-                 workers: int, progress: Progress | None) -> tuple[int, int]:
+                 workers: int, progress: Progress | None) -> tuple[int, int, list[str]]:
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     embedded = skipped = done = 0
+    changed: list[str] = []
     # One loader thread assembles batches in order; `workers` threads decode inside a batch.
     with ThreadPoolExecutor(max_workers=1) as loader, ThreadPoolExecutor(max_workers=max(1, workers)) as decoders:
         queue: deque[Future] = deque()
@@ -184,7 +214,8 @@ def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple[str, st
             if len(queue) >= PREFETCH:
                 break
         while queue:
-            hashes, batch, skips = queue.popleft().result()
+            hashes, batch, skips, moved = queue.popleft().result()
+            changed.extend(moved)
             nxt = next(it, None)
             if nxt is not None:
                 queue.append(loader.submit(_load_batch, enc, nxt, decoders))
@@ -194,7 +225,7 @@ def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple[str, st
             catalog.write_embeddings(name, enc.fingerprint, hashes, vectors, skips)
             embedded += len(hashes)
             skipped += len(skips)
-            done += len(hashes) + len(skips)
+            done += len(hashes) + len(skips) + len(moved)
             if progress:
                 progress(done, len(todo))
-    return embedded, skipped
+    return embedded, skipped, changed

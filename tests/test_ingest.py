@@ -80,10 +80,10 @@ def test_incremental_reindex_hashes_only_what_changed(tmp_path):
     db = tmp_path / "c.duckdb"
     with Catalog(db) as cat:
         index_folder(cat, root, "real", "real")
-        assert compute_stats(cat, ["real"], workers=1) == 5
+        assert compute_stats(cat, ["real"], workers=1).computed == 5
         again = index_folder(cat, root, "real", "real")
         assert (again.new, again.changed, again.unchanged, again.vanished) == (0, 0, 5, 0)
-        assert compute_stats(cat, ["real"], workers=1) == 0  # cached by content hash
+        assert compute_stats(cat, ["real"], workers=1).computed == 0  # cached by content hash
         # change one file, delete one, add a byte-identical copy under a new name
         Image.fromarray(img(99)).save(paths[0])
         os.utime(paths[0], ns=(1, 1))
@@ -91,7 +91,7 @@ def test_incremental_reindex_hashes_only_what_changed(tmp_path):
         (root / "copy_of_2.png").write_bytes(paths[2].read_bytes())
         rep = index_folder(cat, root, "real", "real")
         assert (rep.new, rep.changed, rep.unchanged, rep.vanished) == (1, 1, 3, 1)
-        assert compute_stats(cat, ["real"], workers=1) == 1  # only the changed content
+        assert compute_stats(cat, ["real"], workers=1).computed == 1  # only the changed content
     status = dict(rows(db, "SELECT pair_key, status FROM frames"))
     assert status["frame_001"] == "missing" and status["copy_of_2"] == "ok"
     assert rows(db, "SELECT count(*) FROM frame_stats")[0][0] == 6

@@ -51,6 +51,7 @@ from PIL import Image
 from perception_gap.detection import Box, coco_summary
 from perception_gap.detection.boxes import pairwise_iou, xyxy
 from perception_gap.errors import InsufficientData
+from perception_gap.ingest.entries import content_hash
 from perception_gap.metrics.centroid import centroid_distance, centroid_distance_ci, noise_floor
 from perception_gap.metrics.paired import pair_cosine_distances, paired_cosine
 from perception_gap.metrics.projection import RANK_TOL
@@ -540,8 +541,8 @@ def test_a_frames_statistics_do_not_depend_on_the_other_frames(frames, data):
         for i, a in enumerate(pics):
             path = Path(tmp) / f"f{i}.png"
             Image.fromarray(a).save(path)
-            items.append((f"h{i}", str(path)))
-        alone = {h: image_stats_pil(Image.fromarray(pics[int(h[1:])])) for h, _ in items}
+            items.append((content_hash(path.read_bytes()), str(path)))
+        alone = {h: image_stats_pil(Image.fromarray(pics[i])) for i, (h, _) in enumerate(items)}
         order = data.draw(st.permutations(items))
         subset = order[:data.draw(st.integers(1, len(order)))]
         for batch in (items, order, subset):

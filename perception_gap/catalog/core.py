@@ -132,7 +132,7 @@ class Catalog(FramesMixin, StatsCacheMixin, AnnotationsMixin, EmbeddingsMixin, R
             raise CatalogError(f"{str(self.path)!r} is a DuckDB file but not a perception-gap catalog.")
         if "meta" in tables:
             self._check_version()
-            if not {"embedding_skips", "annotated_frames"} <= tables:
+            if not {"embedding_skips", "annotated_frames", "listing_repeats"} <= tables:
                 self.con.execute(SCHEMA)  # additive tables of the same schema version (all IF NOT EXISTS)
             self._add_histogram_columns()
             return

@@ -61,6 +61,16 @@ class FramesMixin:
             self.con.execute("ROLLBACK")
             raise
 
+    def frames_at_paths(self, paths: list[str]) -> list[dict[str, Any]]:
+        """Every column of the usable frames (of any set) whose RGB or depth file is in `paths`."""
+        if not paths:
+            return []
+        tbl = pa.table({"p": pa.array(paths, pa.string())})  # noqa: F841 (DuckDB reads it by name)
+        cur = self.con.execute(
+            f"SELECT {', '.join(FRAME_COLUMNS)} FROM frames WHERE status = 'ok' "
+            "AND (rgb_path IN (SELECT p FROM tbl) OR depth_path IN (SELECT p FROM tbl))")
+        return [dict(zip(FRAME_COLUMNS, r)) for r in cur.fetchall()]
+
     def mark_missing(self, set_name: str, paths: list[str]) -> None:
         if not paths:
             return
@@ -85,6 +95,25 @@ class FramesMixin:
             else:
                 counts[status] = counts.get(status, 0) + n
         return counts
+
+    def replace_repeats(self, set_name: str, repeats: list[tuple[str, int, str]]) -> None:
+        """Record the files a set's listing names more than once: (path, extra listings, reason)."""
+        self.con.execute("BEGIN")
+        try:
+            self.con.execute("DELETE FROM listing_repeats WHERE set_name = ?", [set_name])
+            if repeats:
+                self.con.executemany("INSERT INTO listing_repeats VALUES (?, ?, ?, ?)",
+                                     [[set_name, p, n, r] for p, n, r in repeats])
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def listing_repeats(self, set_name: str) -> list[dict[str, Any]]:
+        """Files listed more than once by a set's last listing: path, repeats (extra listings), reason."""
+        rows = self.con.execute("SELECT rgb_path, repeats, reason FROM listing_repeats WHERE set_name = ? "
+                                "ORDER BY rgb_path", [set_name]).fetchall()
+        return [{"path": p, "repeats": n, "reason": r} for p, n, r in rows]
 
     def skipped_frames(self, set_name: str) -> list[dict[str, str]]:
         """Every frame of the set that is not usable, with its reason."""

@@ -8,13 +8,21 @@ with a message naming the holder, while readers get in between the writer's batc
 The lock is `flock(2)` on `<catalog>.lock`: the kernel drops it when its process dies, so a
 killed run never leaves a stale lock behind. The file holds a line describing the holder (pid,
 command, start time) for the message the next writer sees.
+
+A forked child shares its parent's open lock file, and with it the lock: a statistics worker
+orphaned by a `kill -9` of its parent would hold the lock for ever. So a forked child closes
+its copy at once (`os.register_at_fork`), and a lock still held although the pid it names is
+gone is taken over: the lock file is replaced by a fresh one, under a short-lived guard lock
+(`<catalog>.lock.guard`) that every acquisition takes, so two writers never both take over.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import fcntl
+import logging
 import os
+import re
 import shlex
 import sys
 import time
@@ -22,7 +30,10 @@ from pathlib import Path
 
 from perception_gap.errors import CatalogBusy, CatalogError
 
+log = logging.getLogger(__name__)
+
 POLL_S = 0.1
+_HOST = os.uname().nodename
 
 # Locks this process holds, by lock path: (open file, reference count). A process is one writer:
 # a command that calls another in-process (`demo` -> `index`, `drift --current-dir`) re-enters.
@@ -36,7 +47,49 @@ def lock_path(db: Path) -> Path:
 def _holder_line() -> str:
     argv = " ".join(shlex.quote(a) for a in sys.argv[1:])[:300]
     started = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    return f"pid {os.getpid()} ({Path(sys.argv[0]).name} {argv}) since {started}".replace("\n", " ")
+    return f"pid {os.getpid()} ({Path(sys.argv[0]).name} {argv}) since {started} on {_HOST}".replace("\n", " ")
+
+
+def _open(path: Path):
+    try:
+        return open(path, "a+b")
+    except OSError as e:
+        raise CatalogError(f"Cannot create the catalog's lock file {str(path)!r}: {e.strerror}.") from None
+
+
+def _holder_pid(holder: str) -> int | None:
+    """The pid a holder line names, when it names this host (a pid elsewhere cannot be checked)."""
+    m = re.match(r"pid (\d+) ", holder)
+    return int(m.group(1)) if m and holder.endswith(f" on {_HOST}") else None
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this pid exists (a zombie counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _forget_in_child() -> None:
+    """In a forked child: close the inherited lock files without unlocking (the parent holds them)."""
+    for fh, _ in _HELD.values():
+        try:
+            fh.close()
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _read_holder(fh) -> str:
@@ -71,31 +124,52 @@ class WriterLock:
             _HELD[self.key][1] += 1
             self.held = True
             return self
-        try:
-            fh = open(self.path, "a+b")
-        except OSError as e:
-            raise CatalogError(f"Cannot create the catalog's lock file {str(self.path)!r}: {e.strerror}.") from None
         deadline = time.monotonic() + self.wait
         while True:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fh, holder = self._try_once()
+            if fh is not None:
                 break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = _read_holder(fh)
-                    fh.close()
-                    waited = f" after waiting {self.wait:g} s" if self.wait else ""
-                    raise CatalogBusy(
-                        f"Catalog {str(self.path.with_suffix(''))!r} is being written by {holder}{waited}; "
-                        f"wait for it to finish, or pass `--wait SECONDS`.") from None
-                time.sleep(POLL_S)
-        fh.seek(0)
-        fh.truncate()
-        fh.write((_holder_line() + "\n").encode("utf-8", "replace"))
-        fh.flush()
+            if time.monotonic() >= deadline:
+                waited = f" after waiting {self.wait:g} s" if self.wait else ""
+                raise CatalogBusy(
+                    f"Catalog {str(self.path.with_suffix(''))!r} is being written by {holder}{waited}; "
+                    f"wait for it to finish, or pass `--wait SECONDS`.")
+            time.sleep(POLL_S)
         _HELD[self.key] = [fh, 1]
         self.held = True
         return self
+
+    def _try_once(self):
+        """One attempt under the guard lock: (locked file, None) or (None, holder description)."""
+        guard = _open(self.path.with_name(self.path.name + ".guard"))
+        try:
+            fcntl.flock(guard.fileno(), fcntl.LOCK_EX)  # held for milliseconds, never across a fork
+            fh = _open(self.path)
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_holder(fh)
+                fh.close()
+                pid = _holder_pid(holder)
+                if pid is None or _alive(pid):
+                    return None, holder
+                fh = self._take_over(holder)
+            fh.seek(0)
+            fh.truncate()
+            fh.write((_holder_line() + "\n").encode("utf-8", "replace"))
+            fh.flush()
+            return fh, None
+        finally:
+            guard.close()  # closing drops the guard lock
+
+    def _take_over(self, holder: str):
+        """Replace a lock file held by the orphans of a dead writer with a fresh, locked one."""
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        fh = _open(tmp)
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else has it
+        os.replace(tmp, self.path)
+        log.warning("catalog lock: took over from %s (that process is gone; its children still held the lock)", holder)
+        return fh
 
     def release(self) -> None:
         if not self.held:

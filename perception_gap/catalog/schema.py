@@ -55,6 +55,13 @@ CREATE TABLE IF NOT EXISTS frames (
     indexed_at TIMESTAMP DEFAULT current_timestamp,
     PRIMARY KEY (set_name, rgb_path)
 );
+CREATE TABLE IF NOT EXISTS listing_repeats (
+    set_name VARCHAR NOT NULL,
+    rgb_path VARCHAR NOT NULL,
+    repeats BIGINT NOT NULL,
+    reason VARCHAR,
+    PRIMARY KEY (set_name, rgb_path)
+);
 CREATE TABLE IF NOT EXISTS frame_stats (
     content_hash VARCHAR PRIMARY KEY,
     error VARCHAR,

@@ -34,13 +34,13 @@ def execute(args: argparse.Namespace) -> int:
     status = 0
     for r in reports:
         say(args, f"{r.set_name} ({r.domain}): {r.listed} listed, {r.new} new, {r.changed} changed, "
-                   f"{r.unchanged} unchanged, {r.vanished} vanished; {r.usable} usable, {len(r.skipped)} skipped")
+                   f"{r.unchanged} unchanged, {r.vanished} vanished; {r.usable} usable, {r.n_skipped} skipped")
         for path, reason in r.skipped[:20]:
             say(args, f"  skipped {path}: {reason}")
         if len(r.skipped) > 20:
             say(args, f"  ... and {len(r.skipped) - 20} more (see `stats --json`)")
         if r.usable == 0:
-            status = fail(f"set {r.set_name!r} has no usable frame ({len(r.skipped)} skipped).")
+            status = fail(f"set {r.set_name!r} has no usable frame ({r.n_skipped} skipped).")
     return status
 
 
@@ -62,8 +62,12 @@ def _index_boxes(args: argparse.Namespace) -> int:
         else:
             r = attach_masks(cat, Path(args.masks), args.set, categories=load_mask_categories(
                 Path(args.mask_categories) if args.mask_categories else None))
+    unlabelled = ""
+    if r.n_unlabelled:  # ids missing from --mask-categories: dropped, and said so
+        ids = ", ".join(map(str, r.unlabelled_ids[:10])) + (", ..." if len(r.unlabelled_ids) > 10 else "")
+        unlabelled = f", {r.n_unlabelled} dropped (id {ids} not in --mask-categories)"
     say(args, f"{r.set_name} [{r.source}]: {r.n_boxes} boxes on {r.n_images} frames; {r.n_clipped} clipped to "
-               f"the frame, {r.n_dropped} dropped (outside or empty); {len(r.unmatched)} unmatched")
+               f"the frame, {r.n_dropped} dropped (outside or empty){unlabelled}; {len(r.unmatched)} unmatched")
     for u in r.unmatched[:10]:
         say(args, f"  unmatched {u}")
     if len(r.unmatched) > 10:

@@ -18,6 +18,9 @@ def _print_stats(res: dict[str, Any]) -> None:
             print(f"    skipped {sk['path']}: {sk['reason']}")
         if info["n_skipped"] > 10:
             print(f"    ... and {info['n_skipped'] - 10} more (see --json)")
+        if info.get("reindexed"):
+            print(f"    re-indexed {len(info['reindexed'])} frame(s) whose file changed since `index` (measured "
+                  f"under the new content), e.g. {info['reindexed'][0]}")
         if s.get("n_images"):
             print(f"    size {fmt(s['sizes'])}  dtype {fmt(s['dtypes'])}  jpeg {fmt(s['jpeg_fraction'])}")
             print(f"    channel mean {fmt(s['channel_mean'])}  std {fmt(s['channel_std'])}  range [{fmt(min(s['channel_min']))}, {fmt(max(s['channel_max']))}]")

@@ -36,6 +36,8 @@ class AnnotationReport:
         n_boxes: boxes stored.
         n_clipped, n_dropped: boxes clipped to their frame / dropped as wholly outside or empty.
         unmatched: image file names (or mask files) that match no usable frame of the set.
+        n_unlabelled: mask instances dropped because their id is not in `--mask-categories`
+            (unlabelled render layers: walls, the robot); unlabelled_ids: those ids, ascending.
     """
 
     set_name: str
@@ -45,6 +47,8 @@ class AnnotationReport:
     n_clipped: int
     n_dropped: int
     unmatched: tuple[str, ...] = field(default_factory=tuple)
+    n_unlabelled: int = 0
+    unlabelled_ids: tuple[int, ...] = ()
 
 
 def validate_source(source: str) -> str:
@@ -160,7 +164,8 @@ def attach_masks(catalog: Catalog, mask_dir: Path, set_name: str, *,
     rows: list[dict[str, Any]] = []
     unmatched: list[str] = []
     covered: list[str] = []
-    n_clipped = n_dropped = 0
+    unlabelled: set[int] = set()
+    n_clipped = n_dropped = n_unlabelled = 0
     for rgb_path, key, w, h in frames:
         mask_path = next((Path(mask_dir) / f"{key}{ext}" for ext in MASK_EXTS
                           if (Path(mask_dir) / f"{key}{ext}").is_file()), None)
@@ -176,6 +181,10 @@ def attach_masks(catalog: Catalog, mask_dir: Path, set_name: str, *,
             unmatched.append(f"{key} (mask {mask.shape[1]}x{mask.shape[0]} vs frame {w}x{h})")
             continue
         covered.append(rgb_path)
+        if categories is not None:  # ids the mapping lacks are dropped: count them, never silently
+            missing = [i for i in np.unique(mask).tolist() if i != 0 and i not in categories]
+            n_unlabelled += len(missing)
+            unlabelled.update(missing)
         for b in detection.mask_to_boxes(mask, categories=categories):
             rows.append({"rgb_path": rgb_path, "category": b.category, "bbox": b.bbox, "score": None,
                          "area": b.area, "iscrowd": False})
@@ -185,4 +194,5 @@ def attach_masks(catalog: Catalog, mask_dir: Path, set_name: str, *,
                          f"(expected <pair key>.png, e.g. {(frames[0][1] if frames else 'frame')!r}.png).")
     catalog.replace_annotations(set_name, GT, rows, covered)
     return AnnotationReport(set_name=set_name, source=GT, n_images=n_images, n_boxes=len(rows),
-                            n_clipped=n_clipped, n_dropped=n_dropped, unmatched=tuple(unmatched))
+                            n_clipped=n_clipped, n_dropped=n_dropped, unmatched=tuple(unmatched),
+                            n_unlabelled=n_unlabelled, unlabelled_ids=tuple(sorted(unlabelled)))

@@ -54,7 +54,9 @@ class IndexReport:
         listed: frames listed by the folder or manifest.
         new, changed, unchanged, vanished: incremental bookkeeping (vanished are marked `missing`).
         usable: frames of the set now usable (status ok).
-        skipped: (path, reason) for every frame of this listing that is not usable.
+        skipped: (path, reason) for every frame of this listing that is not usable, and one
+            entry per file the listing names more than once (its reason says how often).
+        repeats: (path, extra listings) for each file listed more than once (one catalog row each).
     """
 
     set_name: str
@@ -66,6 +68,12 @@ class IndexReport:
     vanished: int
     usable: int
     skipped: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    repeats: tuple[tuple[str, int], ...] = field(default_factory=tuple)
+
+    @property
+    def n_skipped(self) -> int:
+        """Listed rows not usable: skipped frames plus every extra listing of a repeated file."""
+        return len(self.skipped) - len(self.repeats) + sum(n for _, n in self.repeats)
 
 
 def content_hash(data: bytes) -> str:
@@ -191,14 +199,15 @@ def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[Fr
     catalog.ensure_set(set_name, domain, source=source, tags=tags, root=root)
     old = catalog.existing_frames(set_name)
     listed: dict[str, FrameEntry] = {}
-    repeats: list[tuple[str, str]] = []  # one file named by several manifest rows: one catalog row
+    again: dict[str, list[str | None]] = {}  # one file named by several rows: one catalog row, one summary
     for e in entries:
         p = utf8_safe(str(e.rgb_path))
         if p in listed:
-            repeats.append((p, f"the same file is listed again (pair key {e.pair_key!r}); its first listing "
-                               f"(pair key {listed[p].pair_key!r}) is kept"))
+            again.setdefault(p, []).append(e.pair_key)
         else:
             listed[p] = e
+    repeats = [(p, len(keys), _repeat_reason(keys, listed[p].pair_key)) for p, keys in again.items()]
+    catalog.replace_repeats(set_name, repeats)
     todo = [e for p, e in listed.items() if not _unchanged(e, old.get(p))]
     n_new = sum(1 for e in todo if utf8_safe(str(e.rgb_path)) not in old)
     vanished = [p for p, r in old.items() if p not in listed and r["status"] != "missing"]
@@ -220,4 +229,14 @@ def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[Fr
     skipped = tuple((s["path"], s["reason"]) for s in catalog.skipped_frames(set_name) if s["path"] in listed)
     return IndexReport(set_name=set_name, domain=domain, listed=len(entries), new=n_new,
                        changed=len(todo) - n_new, unchanged=len(listed) - len(todo),
-                       vanished=len(vanished), usable=counts["ok"], skipped=skipped + tuple(repeats))
+                       vanished=len(vanished), usable=counts["ok"],
+                       skipped=skipped + tuple((p, r) for p, _, r in repeats),
+                       repeats=tuple((p, n) for p, n, _ in repeats))
+
+
+def _repeat_reason(keys: list[str | None], first: str | None) -> str:
+    """Why the extra listings of one file are skipped (one line, whatever their number)."""
+    shown = ", ".join(repr(k) for k in keys[:3]) + (", ..." if len(keys) > 3 else "")
+    times = "" if len(keys) == 1 else f" {len(keys):,} more times"
+    return (f"the same file is listed again{times} (pair key{'s' if len(keys) > 1 else ''} {shown}); "
+            f"its first listing (pair key {first!r}) is kept")

@@ -47,6 +47,21 @@ def _is_depth_name(rel: Path) -> bool:
         len(rel.parts) > 1 and rel.parts[0].lower() == "depth")
 
 
+def _outside(path: Path, real_root: str) -> str | None:
+    """Why a symlink below the folder is not read: it resolves outside the folder (None if inside).
+
+    One rule for every source: what is read must lie in the folder once links are resolved, as
+    a manifest path written outside its folder is refused. Only links need resolving (the walk
+    does not follow linked folders), so a plain file costs one lstat.
+    """
+    if not os.path.islink(path):
+        return None
+    target = os.path.realpath(path)
+    if target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep):
+        return None
+    return f"symbolic link resolves outside the folder (to {utf8_safe(target)})"
+
+
 def scan_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | None = None) -> list[FrameEntry]:
     """List the frames of a folder.
 
@@ -90,9 +105,11 @@ def scan_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
         else:
             rgb.append((path, rel))  # recorded as skipped: unsupported type
     entries = []
+    real_root = os.path.realpath(root)
     for path, rel in rgb:
         key_path = rel.with_suffix("").as_posix()
         entry = FrameEntry(rgb_path=path, pair_key=key_path, depth_unit=depth_unit)
+        entry.error = _outside(path, real_root)
         if not is_utf8(str(rel)):
             entry.pair_key = utf8_safe(key_path)
             entry.error = "file name is not valid UTF-8 (rename the file; the catalog stores names as UTF-8 text)"
@@ -110,6 +127,8 @@ def scan_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
         m = _TRAILING_INT.search(rel.stem)
         entry.step = int(m.group(1)) if m and len(m.group(1)) < 18 else None
         entry.depth_path = depth_by_key.get(key_path)
+        if entry.depth_path is not None and entry.error is None and _outside(entry.depth_path, real_root):
+            entry.error = f"depth: {_outside(entry.depth_path, real_root)}"
         entries.append(entry)
     return entries
 

@@ -7,6 +7,8 @@ Nothing is rescaled: 16-bit images stay uint16, observation arrays keep their dt
 from __future__ import annotations
 
 import io
+import os
+import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,22 +261,13 @@ def decode_rgb(path: Path, data: bytes | None = None) -> Image.Image | np.ndarra
     if ext not in IMAGE_EXTS:
         raise FrameError(f"unsupported file type {ext or '(none)'!r}")
     if data is None:
-        # Pillow reads the file itself (no copy of its bytes): this runs once per frame.
-        try:
-            if path.stat().st_size == 0:
-                raise FrameError("zero-byte file")
-        except FileNotFoundError:
-            raise FrameError("file not found") from None
-        except PermissionError:
-            raise FrameError("permission denied") from None
-        if path.is_dir():
-            raise FrameError("is a directory, not a file")
-    elif not data:
+        data = read_bytes(path)  # only regular files: never a device or a FIFO
+    if not data:
         raise FrameError("zero-byte file")
-    img = _open_image(path if data is None else data)
+    img = _open_image(data)
     header = _header_of(img)
     if header.dtype == "uint16" and header.channels >= 3:
-        return _decode_png16(read_bytes(path) if data is None else data)
+        return _decode_png16(data)
     try:
         img.load()
         if header.exif_orientation not in (None, 1):
@@ -297,10 +290,10 @@ def decode_rgb(path: Path, data: bytes | None = None) -> Image.Image | np.ndarra
 def decode_depth(path: Path, data: bytes | None = None) -> np.ndarray:
     """Decode a depth map as an (H, W) array in the file's own units and dtype."""
     ext = path.suffix.lower()
+    if data is None:
+        data = read_bytes(path)  # only regular files (EXR too, though OpenEXR re-reads it by path)
     if ext in EXR_EXTS:
         return _decode_exr(path)
-    if data is None:
-        data = read_bytes(path)
     if ext in ARRAY_EXTS:
         a = _load_npy(data)
         if a.ndim == 3:
@@ -347,17 +340,54 @@ def _decode_exr(path: Path) -> np.ndarray:
     return px.astype(np.float32, copy=False)
 
 
-def read_bytes(path: Path) -> bytes:
-    """A file's bytes, or FrameError naming why it cannot be read."""
+_KINDS = ((stat.S_ISDIR, "is a directory, not a file"), (stat.S_ISFIFO, "is a FIFO (named pipe), not a regular file"),
+          (stat.S_ISCHR, "is a character device, not a regular file"),
+          (stat.S_ISBLK, "is a block device, not a regular file"), (stat.S_ISSOCK, "is a socket, not a regular file"))
+
+
+def _not_regular(mode: int) -> str | None:
+    """Why a file of this st_mode is not read (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((why for test, why in _KINDS if test(mode)), "is not a regular file")
+
+
+def open_regular(path: Path) -> int:
+    """Open a regular file for reading; anything else (device, FIFO, socket, folder) is refused.
+
+    The resolved path is checked before opening, and the opened descriptor again (the file
+    could be swapped in between): opening is non-blocking, so a FIFO with no writer never hangs
+    the caller, and `/dev/zero` behind a symlink is never read.
+
+    Returns:
+        An open file descriptor (the caller closes it).
+
+    Raises:
+        FrameError: not a regular file, not found, permission denied or another OS error.
+    """
     try:
-        with open(path, "rb") as f:
-            return f.read()
-    except IsADirectoryError:
-        raise FrameError("is a directory, not a file") from None
+        why = _not_regular(os.stat(path).st_mode)
+        if why is not None:
+            raise FrameError(why)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise FrameError("file not found") from None
     except PermissionError:
         raise FrameError("permission denied") from None
     except OSError as e:
         raise FrameError(f"cannot read file: {e.strerror or e}") from None
+    why = _not_regular(os.fstat(fd).st_mode)
+    if why is not None:
+        os.close(fd)
+        raise FrameError(why)
+    return fd
 
+
+def read_bytes(path: Path) -> bytes:
+    """A regular file's bytes, or FrameError naming why it cannot be read (see `open_regular`)."""
+    fd = open_regular(path)
+    try:
+        with open(fd, "rb", closefd=True) as f:
+            return f.read()
+    except OSError as e:
+        raise FrameError(f"cannot read file: {e.strerror or e}") from None

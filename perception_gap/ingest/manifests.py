@@ -10,8 +10,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perception_gap.errors import InputError
+from perception_gap.errors import FrameError, InputError
 from perception_gap.ingest.entries import DOMAINS, FrameEntry, IndexReport, Progress, index_entries
+from perception_gap.ingest.frames import open_regular
 from perception_gap.statistics.depth import parse_depth_unit
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
@@ -23,35 +24,70 @@ MANIFEST_REQUIRED = ("set", "domain", "rgb", "pair_key")
 MANIFEST_OPTIONAL = ("depth", "depth_unit", "episode", "step", "action", "proprio")
 
 
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice is an error (json keeps the last)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"key {k!r} appears twice in one object")
+        out[k] = v
+    return out
+
+
+def _check_columns(path: Path, names: list[Any]) -> None:
+    seen: set[str] = set()
+    for n in names:
+        if str(n) in seen:
+            raise InputError(f"Manifest {str(path)!r} has two columns named {str(n)!r}; rename or remove one.")
+        seen.add(str(n))
+
+
+def _open_manifest(path: Path) -> int:
+    """A descriptor of the manifest: only a regular file is read (a FIFO would block for ever)."""
+    try:
+        return open_regular(path)
+    except FrameError as e:
+        if str(e) == "file not found":
+            raise InputError(f"Expected `--manifest` to be an existing file, got {str(path)!r} (not found).") from None
+        raise InputError(f"Expected `--manifest` to be a regular file, got {str(path)!r} ({e}).") from None
+
+
 def _read_manifest_rows(path: Path) -> list[dict[str, Any]]:
     ext = path.suffix.lower()
+    if ext not in (".csv", ".jsonl", ".ndjson", ".parquet"):
+        raise InputError(f"Expected `--manifest` to end in .csv, .jsonl or .parquet, got {str(path)!r}.")
+    fd = _open_manifest(path)
     try:
         if ext == ".csv":
-            with open(path, newline="", encoding="utf-8") as f:
-                return [dict(r) for r in csv.DictReader(f)]
+            with open(fd, newline="", encoding="utf-8") as f:
+                reader = csv.DictReader(f)
+                _check_columns(path, list(reader.fieldnames or []))
+                return [dict(r) for r in reader]
         if ext in (".jsonl", ".ndjson"):
             rows = []
-            with open(path, encoding="utf-8") as f:
+            with open(fd, encoding="utf-8") as f:
                 for i, line in enumerate(f, 1):
                     if line.strip():
-                        obj = json.loads(line)
+                        try:
+                            obj = json.loads(line, object_pairs_hook=_no_repeats)
+                        except ValueError as e:
+                            raise InputError(f"Manifest {str(path)!r} line {i}: {str(e).splitlines()[0]}.") from None
                         if not isinstance(obj, dict):
                             raise InputError(f"Manifest {str(path)!r} line {i}: expected a JSON object, got {type(obj).__name__}.")
                         rows.append(obj)
             return rows
-        if ext == ".parquet":
-            import pyarrow.parquet as pq
+        import pyarrow.parquet as pq
 
-            return pq.read_table(path).to_pylist()
+        with open(fd, "rb") as f:
+            table = pq.read_table(f)
+        _check_columns(path, table.column_names)
+        return table.to_pylist()
     except InputError:
         raise
-    except FileNotFoundError:
-        raise InputError(f"Expected `--manifest` to be an existing file, got {str(path)!r} (not found).") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, csv.Error, OSError, ValueError) as e:
+    except (UnicodeDecodeError, csv.Error, OSError, ValueError) as e:
         raise InputError(f"Cannot read manifest {str(path)!r}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
     except Exception as e:  # pyarrow's errors
         raise InputError(f"Cannot read manifest {str(path)!r}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
-    raise InputError(f"Expected `--manifest` to end in .csv, .jsonl or .parquet, got {str(path)!r}.")
 
 
 def _vector(row: dict[str, Any], name: str) -> list[float] | None:

@@ -9,7 +9,10 @@ import ctypes
 import logging
 import multiprocessing
 import os
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
 if multiprocessing.parent_process() is not None:
@@ -21,7 +24,8 @@ if multiprocessing.parent_process() is not None:
 import numpy as np  # noqa: E402
 
 from perception_gap.errors import FrameError  # noqa: E402
-from perception_gap.ingest.frames import decode_depth, decode_rgb
+from perception_gap.ingest.entries import content_hash
+from perception_gap.ingest.frames import decode_depth, decode_rgb, read_bytes
 from perception_gap.statistics.depth import DepthStats, depth_stats
 from perception_gap.statistics.image import ImageStats, image_stats_array, image_stats_pil
 
@@ -31,10 +35,45 @@ log = logging.getLogger(__name__)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _MMAP_THRESHOLD = 16 << 20
 _TRIM_THRESHOLD = 64 << 20
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_WATCH_S = 0.5  # parent-pid poll of the fallback watcher
 
 
 def worker_init() -> None:
-    """Initializer of statistics worker processes: stop glibc returning memory after every frame.
+    """Initializer of statistics worker processes: die with the parent; keep malloc's heap.
+
+    A worker must not outlive its parent (`kill -9` or SIGTERM of `stats`): orphans would keep
+    running under PID 1. Linux delivers SIGKILL to the worker when its parent dies
+    (`PR_SET_PDEATHSIG`); elsewhere, or if prctl fails, a daemon thread watches the parent pid.
+    """
+    _die_with_parent()
+    _keep_heap()
+
+
+def _die_with_parent() -> None:
+    parent = os.getppid()
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+            prctl.argtypes, prctl.restype = (ctypes.c_int,) + (ctypes.c_ulong,) * 4, ctypes.c_int
+            armed = prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+    if not armed:
+        threading.Thread(target=_watch_parent, args=(parent,), name="watch-parent", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(_WATCH_S)
+    os._exit(1)
+
+
+def _keep_heap() -> None:
+    """Stop glibc returning memory after every frame.
 
     A frame's statistics allocate a dozen numpy temporaries of ~150 KB (the 192x192 float32
     crop, its Laplacian and differences) next to the decoded image. With glibc's defaults,
@@ -56,12 +95,36 @@ def worker_init() -> None:
     mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
 
 
+def _verified(h: str, path: str) -> bytes | None:
+    """The file's bytes if they still hash to `h` (what `index` catalogued), else None.
+
+    The statistics cache is keyed by content hash and shared by every frame holding that
+    content, so bytes that changed since `index` must never be measured under the old hash.
+    Hashing the bytes that are read anyway costs ~0.1 ms per 100 KB (BLAKE2b). A file that
+    cannot be read any more (gone, replaced by a FIFO) changed too: nothing is recorded under
+    `h`, and re-indexing records the frame's reason.
+    """
+    try:
+        data = read_bytes(Path(path))
+    except FrameError:
+        return None
+    return data if content_hash(data) == h else None
+
+
 def rgb_stats_job(items: list[tuple[str, str]]) -> list[tuple[str, ImageStats | None, str | None]]:
-    """[(content_hash, path)] -> [(content_hash, stats or None, skip reason or None)]."""
+    """[(content_hash, path)] -> [(content_hash, stats or None, skip reason or None)].
+
+    A file whose bytes no longer hash to its content hash comes back as (hash, None, None):
+    changed since `index`, not measured (the caller re-indexes it).
+    """
     out = []
     for h, path in items:
         try:
-            img = decode_rgb(Path(path))
+            data = _verified(h, path)
+            if data is None:
+                out.append((h, None, None))
+                continue
+            img = decode_rgb(Path(path), data)
             st = image_stats_array(img) if isinstance(img, np.ndarray) else image_stats_pil(img)
             out.append((h, st, None))
         except FrameError as e:
@@ -72,11 +135,16 @@ def rgb_stats_job(items: list[tuple[str, str]]) -> list[tuple[str, ImageStats | 
 
 
 def depth_stats_job(items: list[tuple[str, str]]) -> list[tuple[str, DepthStats | None, str | None]]:
-    """[(depth_hash, path)] -> [(depth_hash, stats or None, skip reason or None)]."""
+    """[(depth_hash, path)] -> [(depth_hash, stats or None, skip reason or None)]; (hash, None, None)
+    for a file changed since `index`, as in `rgb_stats_job`."""
     out = []
     for h, path in items:
         try:
-            out.append((h, depth_stats(decode_depth(Path(path))), None))
+            data = _verified(h, path)
+            if data is None:
+                out.append((h, None, None))
+                continue
+            out.append((h, depth_stats(decode_depth(Path(path), data)), None))
         except FrameError as e:
             out.append((h, None, str(e)))
         except (ValueError, MemoryError) as e:

@@ -12,10 +12,12 @@ import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from perception_gap.catalog import Catalog
 from perception_gap.errors import InputError
+from perception_gap.ingest.changes import ROUNDS, reread_frames, skip_frames
 from perception_gap.statistics.depth import DepthStats, parse_depth_unit
 from perception_gap.statistics.image import ImageStats
 from perception_gap.statistics.records import FrameRecord, SetRecords
@@ -49,11 +51,33 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver")
 
 
+@dataclass(frozen=True)
+class StatsPass:
+    """What one `compute_stats` call did.
+
+    Attributes:
+        computed: files (RGB and depth) whose statistics were computed and cached now.
+        reindexed: RGB paths of frames whose file changed since `index`: re-indexed (new content
+            hash) and measured under it; nothing was cached under the old hash.
+        skipped: RGB paths of frames whose file kept changing while read: marked skipped.
+    """
+
+    computed: int
+    reindexed: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+
 def _run_jobs(job: Callable, items: list[tuple[str, str]], write: Callable, workers: int,
-              progress: Progress | None, done_offset: int, total: int) -> int:
-    """Map `job` over items in chunks (in worker processes when it pays), writing as results come."""
+              progress: Progress | None, done_offset: int, total: int) -> tuple[int, list[str]]:
+    """Map `job` over items in chunks (in worker processes when it pays), writing as results come.
+
+    Returns:
+        (files done so far, paths whose bytes no longer match their content hash).
+    """
     chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
+    paths = dict(items)
     pending: list = []
+    changed: list[str] = []
     done = done_offset
 
     def flush() -> None:
@@ -73,32 +97,50 @@ def _run_jobs(job: Callable, items: list[tuple[str, str]], write: Callable, work
         results = pool.map(job, chunks)
     try:
         for res in results:
-            pending.extend(res)
+            for h, st, err in res:
+                if st is None and err is None:  # changed since `index`: nothing cached under h
+                    changed.append(paths[h])
+                else:
+                    pending.append((h, st, err))
             if len(pending) >= WRITE_EVERY:
                 flush()
         flush()
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    return done
+    return done, changed
 
 
 def compute_stats(catalog: Catalog, set_names: list[str], *, workers: int | None = None,
-                  progress: Progress | None = None) -> int:
+                  progress: Progress | None = None) -> StatsPass:
     """Compute and cache statistics of every usable frame of the sets that lacks them.
 
-    Returns:
-        The number of files (RGB and depth) whose statistics were computed now.
+    The workers hash the bytes they decode: a file changed since `index` is re-indexed and
+    measured under its new content hash (see `perception_gap.ingest.changes`).
     """
     workers = workers or default_workers()
-    rgb = catalog.hashes_needing_stats(set_names)
-    depth = catalog.hashes_needing_depth_stats(set_names)
-    total = len(rgb) + len(depth)
-    if not total:
-        return 0
-    done = _run_jobs(rgb_stats_job, rgb, catalog.write_image_stats, workers, progress, 0, total)
-    _run_jobs(depth_stats_job, depth, catalog.write_depth_stats, workers, progress, done, total)
-    return total
+    computed = 0
+    reindexed: set[str] = set()
+    for round_ in range(ROUNDS + 1):
+        rgb = catalog.hashes_needing_stats(set_names)
+        depth = catalog.hashes_needing_depth_stats(set_names)
+        total = len(rgb) + len(depth)
+        if not total:
+            break
+        done, changed = _run_jobs(rgb_stats_job, rgb, catalog.write_image_stats, workers, progress, 0, total)
+        done, changed_depth = _run_jobs(depth_stats_job, depth, catalog.write_depth_stats, workers, progress, done, total)
+        computed += total - len(changed) - len(changed_depth)
+        changed += changed_depth
+        if not changed:
+            break
+        if round_ == ROUNDS:
+            skipped = skip_frames(catalog, changed)
+            log.warning("%d frames kept changing while read: skipped", len(skipped))
+            return StatsPass(computed, tuple(sorted(reindexed - set(skipped))), skipped)
+        again = reread_frames(catalog, changed)
+        log.info("%d frames changed since `index`: re-indexed", len(again))
+        reindexed.update(again)
+    return StatsPass(computed, tuple(sorted(reindexed)))
 
 
 def _image_from_row(row: dict[str, Any]) -> ImageStats | None:
@@ -167,11 +209,19 @@ def set_info(catalog: Catalog, name: str) -> dict[str, Any]:
     info = catalog.get_set(name) or {"name": name, "domain": None}
     counts = catalog.set_counts(name)
     skipped = catalog.skipped_frames(name)
+    # a file listed N more times by a manifest: one entry, counted N times (frames listed = rows)
+    repeats = [{**r, "status": "skipped"} for r in catalog.listing_repeats(name)]
+    n_again = sum(r["repeats"] for r in repeats)
     return {
         "name": name, "domain": info["domain"], "tags": info.get("tags"),
-        "n_frames": counts["total"], "n_usable": counts["ok"],  # `ok` already excludes unreadable
-        "n_skipped": len(skipped), "skipped": skipped,
+        "n_frames": counts["total"] + n_again, "n_usable": counts["ok"],  # `ok` already excludes unreadable
+        "n_skipped": len(skipped) + n_again, "skipped": skipped + repeats,
     }
+
+
+def _in_set(catalog: Catalog, name: str, paths: tuple[str, ...]) -> list[str]:
+    """The paths of `paths` that are frames of set `name` (re-indexed frames, per set)."""
+    return sorted(set(paths) & set(catalog.existing_frames(name))) if paths else []
 
 
 def pairing(sim: SetRecords, real: SetRecords) -> dict[str, Any]:
@@ -189,7 +239,8 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
 
     Returns:
         The `sets`, `stats`, `pairs` and `findings` parts of results.json, plus `config` and
-        `version`.
+        `version`. `sets[NAME]["reindexed"]` lists the frames whose file changed since `index`
+        (re-indexed and measured under their new content hash).
     """
     from perception_gap.diagnoses.checks import diagnose
     from perception_gap.findings import order_findings
@@ -201,7 +252,7 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
         if info is None:
             known = ", ".join(repr(s) for s in catalog.list_sets()) or "none indexed yet"
             raise InputError(f"Unknown set {name!r} for --{dom} (known: {known}).")
-    compute_stats(catalog, [sim, real], workers=workers, progress=progress)
+    done = compute_stats(catalog, [sim, real], workers=workers, progress=progress)
     sim_rec = load_set_records(catalog, sim)
     real_rec = load_set_records(catalog, real)
     findings = order_findings(diagnose(sim_rec, real_rec))
@@ -211,7 +262,8 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
     return {
         "version": __version__,
         "config": {"sim": sim, "real": real},
-        "sets": {sim: {**set_info(catalog, sim), "role": "sim"}, real: {**set_info(catalog, real), "role": "real"}},
+        "sets": {name: {**set_info(catalog, name), "role": role, "reindexed": _in_set(catalog, name, done.reindexed)}
+                 for name, role in ((sim, "sim"), (real, "real"))},
         "pairs": pairs,
         "stats": {sim: summarize_set(sim_rec).to_dict(), real: summarize_set(real_rec).to_dict()},
         "findings": [f.to_dict() for f in findings],
