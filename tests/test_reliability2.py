@@ -26,7 +26,7 @@ import pytest
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_reliability import CLI, ENV, _frames_dir, _manifest, _one_line_error, clean, cli  # noqa: E402
+from test_reliability import CLI, ENV, _frames_dir, _manifest, _one_line_error, clean, cli
 
 T = 120  # seconds: every command here finishes in a few
 
@@ -212,8 +212,9 @@ def test_a_file_listed_100000_times_is_one_summary_line_and_counted_by_stats(tmp
     assert p.returncode == 0, p.stderr
     assert "s (sim): 100001 listed" in p.stdout and "2 usable, 99999 skipped" in p.stdout, p.stdout
     again = [ln for ln in p.stdout.splitlines() if "listed again" in ln]
-    assert again == [f"  skipped {tmp_path / 'a' / 'f0.png'}: the same file is listed again 99,999 more times "
-                     "(pair keys '1', '2', '3', ...); its first listing (pair key '0') is kept"], again
+    want = (f"  skipped {tmp_path / 'a' / 'f0.png'}: the same file is listed again 99,999 more times "
+            "(pair keys '1', '2', '3', ...); its first listing (pair key '0') is kept")
+    assert again == [want], again
     p = cli("stats", "--sim", "s", "--real", "r", "--db", db, "--json", tmp_path / "s.json", timeout=T)
     clean(p)
     assert p.returncode == 0 and "2 usable of 100001 frames, 99999 skipped" in p.stdout, p.stdout
