@@ -260,7 +260,7 @@ def ours(folder: Path, db_dir: Path, tag: str, workers: int) -> tuple[Timing, in
         rep = index_folder(cat, folder, "bench", "real")
         assert rep.usable == rep.listed, rep.skipped[:3]
         with Timing() as t:
-            n = compute_stats(cat, ["bench"], workers=workers)
+            n = compute_stats(cat, ["bench"], workers=workers).computed
         got = cat.con.execute("SELECT count(*), count(error) FROM frame_stats").fetchone()
     assert got == (n, 0), got
     db.unlink()
