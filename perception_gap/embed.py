@@ -15,7 +15,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -82,16 +82,22 @@ def parse_encoder_list(spec: str | list[str] | None) -> list[str]:
 
 
 def _frame_to_uint8(path: str) -> np.ndarray:
-    """Decode a frame into the HxWx3 uint8 RGB an image encoder takes.
+    """Decode a frame file into the HxWx3 uint8 RGB an image encoder takes (see `_to_uint8`)."""
+    from perception_gap.ingest.frames import decode_rgb
+
+    return _to_uint8(decode_rgb(Path(path)))
+
+
+def _to_uint8(img: Any) -> np.ndarray:
+    """A decoded frame as the HxWx3 uint8 RGB an image encoder takes.
 
     16-bit images map their full scale to 8-bit full scale (v / 257, rounded); grayscale is
     repeated to three channels. Float or otherwise scaled observation arrays are refused: the
     normalization they carry cannot be inverted without its constants, and guessing them would
     hide exactly the plumbing bug this tool looks for.
     """
-    from perception_gap.ingest.frames import decode_rgb
-
-    img = decode_rgb(Path(path))
+    if isinstance(img, FrameError):
+        raise img
     if not isinstance(img, np.ndarray):
         a = np.asarray(img.convert("RGB") if img.mode != "RGB" else img)
     else:
@@ -111,10 +117,41 @@ def _frame_to_uint8(path: str) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
-def _load_batch(enc: Any, items: list[tuple[str, str]], pool: ThreadPoolExecutor | None) -> tuple[list[str], Any, list[tuple[str, str]]]:
-    """Decode and preprocess one batch: (hashes, (N,3,H,W) tensor or None, [(hash, skip reason)])."""
-    def one(item: tuple[str, str]) -> tuple[str, np.ndarray | None, str | None]:
-        h, path = item
+class _Containers:
+    """One sequential decode per container across batches: the todo list is sorted by container
+    and frame index, so each batch takes the next frames of the same open pass (no seeks)."""
+
+    def __init__(self, todo: list[tuple]) -> None:
+        from perception_gap.ingest.containers import group_sources
+
+        _, self._groups = group_sources(todo)
+        self._open: dict[tuple[str, str], Iterator[tuple[str, Any]]] = {}
+
+    def next_frame(self, item: tuple) -> tuple[str, np.ndarray | None, str | None]:
+        from perception_gap.ingest.containers import decode_group
+
+        key = (item[1], item[2])
+        if key not in self._open:
+            self._open[key] = decode_group(key[0], key[1], self._groups[key])
+        h, img = next(self._open[key])
+        assert h == item[0], "container frames out of order"  # the todo list is sorted (see catalog)
+        try:
+            return h, _to_uint8(img), None
+        except FrameError as e:
+            return h, None, str(e)
+        except (ValueError, MemoryError) as e:
+            return h, None, f"cannot decode: {e}"
+
+
+def _load_batch(enc: Any, items: list[tuple], pool: ThreadPoolExecutor | None,
+                containers: _Containers | None = None) -> tuple[list[str], Any, list[tuple[str, str]]]:
+    """Decode and preprocess one batch: (hashes, (N,3,H,W) tensor or None, [(hash, skip reason)]).
+
+    Files decode in the pool's threads; container frames come from their container's
+    sequential pass (in this thread, while the pool works on the files).
+    """
+    def one(item: tuple) -> tuple[str, np.ndarray | None, str | None]:
+        h, path = item[0], item[1]
         try:
             return h, _frame_to_uint8(path), None
         except FrameError as e:
@@ -122,7 +159,11 @@ def _load_batch(enc: Any, items: list[tuple[str, str]], pool: ThreadPoolExecutor
         except (ValueError, MemoryError, OSError) as e:
             return h, None, f"cannot decode: {e}"
 
-    results = list(pool.map(one, items)) if pool is not None else [one(i) for i in items]
+    files = [i for i in items if len(i) < 3 or i[2] is None]
+    decoded = pool.map(one, files) if pool is not None else map(one, files)
+    inside = {i[0]: containers.next_frame(i) for i in items if len(i) > 2 and i[2] is not None} if containers else {}
+    by_hash = {r[0]: r for r in decoded} | inside
+    results = [by_hash[i[0]] for i in items]
     hashes = [h for h, a, _ in results if a is not None]
     arrays = [a for _, a, _ in results if a is not None]
     skips = [(h, err) for h, a, err in results if a is None]
@@ -157,7 +198,7 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
     reports = []
     for name, enc in zip(encoder_names, encs):
         t0 = time.perf_counter()
-        todo = [(h, p) for h, p, _dtype, _fmt in catalog.hashes_needing_embedding(set_names, enc.fingerprint)]
+        todo = [r[:4] for r in catalog.hashes_needing_embedding(set_names, enc.fingerprint)]
         embedded = skipped = 0
         loaded = False
         if todo:
@@ -171,23 +212,24 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
     return reports
 
 
-def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple[str, str]], batch_size: int,
+def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch_size: int,
                  workers: int, progress: Progress | None) -> tuple[int, int]:
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     embedded = skipped = done = 0
+    containers = _Containers(todo)
     # One loader thread assembles batches in order; `workers` threads decode inside a batch.
     with ThreadPoolExecutor(max_workers=1) as loader, ThreadPoolExecutor(max_workers=max(1, workers)) as decoders:
         queue: deque[Future] = deque()
         it = iter(batches)
         for b in it:
-            queue.append(loader.submit(_load_batch, enc, b, decoders))
+            queue.append(loader.submit(_load_batch, enc, b, decoders, containers))
             if len(queue) >= PREFETCH:
                 break
         while queue:
             hashes, batch, skips = queue.popleft().result()
             nxt = next(it, None)
             if nxt is not None:
-                queue.append(loader.submit(_load_batch, enc, nxt, decoders))
+                queue.append(loader.submit(_load_batch, enc, nxt, decoders, containers))
             vectors = enc.encode(batch) if batch is not None else np.zeros((0, enc.dim), np.float32)
             if vectors.shape != (len(hashes), enc.dim) or not np.all(np.isfinite(vectors)):
                 raise InputError(f"Encoder {name!r} returned shape {vectors.shape} (expected {(len(hashes), enc.dim)}) or non-finite values for a batch; nothing of it was stored.")

@@ -40,7 +40,8 @@ class FramesMixin:
     def existing_frames(self, set_name: str) -> dict[str, dict[str, Any]]:
         """rgb_path -> catalog row (the change-detection columns) for a set."""
         cols = ("rgb_path", "file_size", "mtime_ns", "depth_path", "depth_size", "depth_mtime_ns",
-                "status", "content_hash", "pair_key", "episode", "step", "depth_unit", "action", "proprio")
+                "status", "content_hash", "pair_key", "episode", "step", "depth_unit", "action", "proprio",
+                "member", "frame_index")
         rows = self.con.execute(f"SELECT {', '.join(cols)} FROM frames WHERE set_name = ?", [set_name]).fetchall()
         return {r[0]: dict(zip(cols, r)) for r in rows}
 

@@ -21,6 +21,7 @@ if multiprocessing.parent_process() is not None:
 import numpy as np  # noqa: E402
 
 from perception_gap.errors import FrameError  # noqa: E402
+from perception_gap.ingest.containers import decode_group, group_sources  # noqa: E402
 from perception_gap.ingest.frames import decode_depth, decode_rgb
 from perception_gap.statistics.depth import DepthStats, depth_stats
 from perception_gap.statistics.image import ImageStats, image_stats_array, image_stats_pil
@@ -56,18 +57,37 @@ def worker_init() -> None:
     mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
 
 
-def rgb_stats_job(items: list[tuple[str, str]]) -> list[tuple[str, ImageStats | None, str | None]]:
-    """[(content_hash, path)] -> [(content_hash, stats or None, skip reason or None)]."""
-    out = []
-    for h, path in items:
-        try:
-            img = decode_rgb(Path(path))
-            st = image_stats_array(img) if isinstance(img, np.ndarray) else image_stats_pil(img)
-            out.append((h, st, None))
-        except FrameError as e:
-            out.append((h, None, str(e)))
-        except (ValueError, MemoryError) as e:
-            out.append((h, None, f"cannot compute statistics: {e}"))
+def _rgb_stats(h: str, img: object) -> tuple[str, ImageStats | None, str | None]:
+    try:
+        if isinstance(img, FrameError):
+            raise img
+        st = image_stats_array(img) if isinstance(img, np.ndarray) else image_stats_pil(img)
+        return h, st, None
+    except FrameError as e:
+        return h, None, str(e)
+    except (ValueError, MemoryError) as e:
+        return h, None, f"cannot compute statistics: {e}"
+
+
+def _decoded(path: str) -> object:
+    try:
+        return decode_rgb(Path(path))
+    except FrameError as e:
+        return e
+
+
+def rgb_stats_job(items: list[tuple]) -> list[tuple[str, ImageStats | None, str | None]]:
+    """[(content_hash, path)] or [(content_hash, path, member, frame_index)] ->
+    [(content_hash, stats or None, skip reason or None)].
+
+    Files are decoded one by one; the frames of a container (member not None) are decoded in one
+    sequential pass over it (`perception_gap.ingest.containers.decode_group`), each frame's
+    statistics computed as it comes, so memory holds one frame at a time.
+    """
+    files, groups = group_sources(items)
+    out = [_rgb_stats(h, _decoded(path)) for h, path in files]
+    for (path, member), frames in groups.items():
+        out.extend(_rgb_stats(h, img) for h, img in decode_group(path, member, frames))
     return out
 
 

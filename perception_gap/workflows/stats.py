@@ -49,10 +49,25 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver")
 
 
-def _run_jobs(job: Callable, items: list[tuple[str, str]], write: Callable, workers: int,
+def _chunks(items: list[tuple]) -> list[list[tuple]]:
+    """Worker tasks: files CHUNK at a time; the frames of one container always in one task, so each
+    container is decoded in one sequential pass (items come sorted by container and index)."""
+    chunks: list[list[tuple]] = []
+    files: list[tuple] = []
+    for item in items:
+        if len(item) > 2 and item[2] is not None:
+            if not (chunks and chunks[-1][0][1:3] == item[1:3]):
+                chunks.append([])
+            chunks[-1].append(item)
+        else:
+            files.append(item)
+    return [files[i : i + CHUNK] for i in range(0, len(files), CHUNK)] + chunks
+
+
+def _run_jobs(job: Callable, items: list[tuple], write: Callable, workers: int,
               progress: Progress | None, done_offset: int, total: int) -> int:
     """Map `job` over items in chunks (in worker processes when it pays), writing as results come."""
-    chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
+    chunks = _chunks(items)
     pending: list = []
     done = done_offset
 
@@ -65,7 +80,8 @@ def _run_jobs(job: Callable, items: list[tuple[str, str]], write: Callable, work
             if progress:
                 progress(done, total)
 
-    if workers <= 1 or len(items) < 2 * CHUNK:
+    small = len(items) < 2 * CHUNK and all(len(c[0]) == 2 or c[0][2] is None for c in chunks)
+    if workers <= 1 or len(chunks) < 2 or small:
         results = map(job, chunks)
         pool = None
     else:

@@ -1,0 +1,276 @@
+"""Frames that live inside a container file: a video stream, or an image column of a Parquet file.
+
+A container frame is named by (container path, member, index): the member says what inside the
+file holds the frame (`video` for the first video stream; `parquet:<column>` for the encoded
+images of a Parquet column), the index is its position (the frame's place in the stream's
+presentation order; the row number in the file). Its content hash is derived from the
+container's content hash, the member and the index (`frame_hash`), so statistics and
+embeddings cache as for files and a changed container re-indexes every frame it holds. An
+encoded image cell of a Parquet file is hashed from its own bytes instead: it is a file stored
+inline, and the same PNG as a file or as a cell shares one cache entry.
+
+Decoding is sequential per container: `decode_members` opens a file once and walks it front to
+back, yielding the requested frames as it passes them; it never seeks per frame.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from perception_gap.errors import FrameError
+from perception_gap.ingest.frames import Header, decode_rgb, read_bytes
+
+VIDEO_EXTS = frozenset({".mp4", ".mkv", ".mov", ".avi", ".webm", ".m4v"})
+VIDEO_MEMBER = "video"
+PARQUET_PREFIX = "parquet:"
+_HASH_BLOCK = 1 << 22
+
+
+def frame_hash(container_hash: str, member: str, index: int) -> str:
+    """Content hash of a container frame: BLAKE2b-128 of `<container hash>:<member>:<index>`."""
+    return hashlib.blake2b(f"{container_hash}:{member}:{index}".encode(), digest_size=16).hexdigest()
+
+
+def frame_path(container: Path, member: str, index: int) -> str:
+    """The catalog's `rgb_path` of a container frame: `<file>#<index>` (video), `<file>#<column>:<row>`."""
+    if member == VIDEO_MEMBER:
+        return f"{container}#{index}"
+    return f"{container}#{member[len(PARQUET_PREFIX):]}:{index}"
+
+
+class ContainerFile:
+    """One container file, hashed at most once however many frames name it (thread-safe)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._hash: str | None = None
+        self._lock = threading.Lock()
+
+    def content_hash(self) -> str:
+        """BLAKE2b-128 of the file's bytes (read in blocks), or FrameError naming why not."""
+        with self._lock:
+            if self._hash is None:
+                h = hashlib.blake2b(digest_size=16)
+                try:
+                    with open(self.path, "rb") as f:
+                        while block := f.read(_HASH_BLOCK):
+                            h.update(block)
+                except OSError:
+                    read_bytes(self.path)  # raises the FrameError that names the reason
+                    raise
+                self._hash = h.hexdigest()
+            return self._hash
+
+
+@dataclass(frozen=True)
+class ContainerFrame:
+    """Where a listed frame lives in its container, and what is known of it before decoding.
+
+    Attributes:
+        file: the container (shared by its frames; hashes lazily).
+        member: `video` or `parquet:<column>`.
+        index: presentation-order frame number (video) or row number (Parquet).
+        header: size, format and dtype of the decoded frame.
+        own_hash: the frame's content hash when it has its own bytes (a Parquet image cell);
+            None derives it from the container's (`frame_hash`).
+    """
+
+    file: ContainerFile
+    member: str
+    index: int
+    header: Header
+    own_hash: str | None = None
+
+    def content_hash(self) -> str:
+        return self.own_hash or frame_hash(self.file.content_hash(), self.member, self.index)
+
+
+# -- video -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """A video file's first video stream, from its packets (no frame is decoded).
+
+    Attributes:
+        width, height: pixels.
+        codec: FFmpeg codec name (`h264`, `av1`, `hevc`, ...).
+        timestamps: (N,) presentation times in seconds, ascending; N is the frame count.
+    """
+
+    width: int
+    height: int
+    codec: str
+    timestamps: np.ndarray
+
+    def header(self) -> Header:
+        return Header(width=self.width, height=self.height, format=self.codec.upper(), mode="RGB",
+                      dtype="uint8", channels=3)
+
+
+def _av() -> Any:
+    import av
+
+    return av
+
+
+def _check_decoder(codec: str) -> None:
+    av = _av()
+    try:
+        av.codec.Codec(codec, "r")
+    except Exception:
+        raise FrameError(f"unsupported video codec {codec!r}: this PyAV build has no decoder for it") from None
+
+
+def probe_video(path: Path) -> VideoInfo:
+    """Frame count, size and codec of a video file from its packets; FrameError when unreadable."""
+    av = _av()
+    if path.is_dir():
+        raise FrameError("is a directory, not a file")
+    try:
+        with av.open(str(path)) as c:
+            if not c.streams.video:
+                raise FrameError("no video stream in the file")
+            st = c.streams.video[0]
+            codec = st.codec_context.name
+            _check_decoder(codec)
+            w, h = st.codec_context.width, st.codec_context.height
+            tb = st.time_base
+            pts = [p.pts for p in c.demux(st) if p.pts is not None and p.size > 0]
+    except FrameError:
+        raise
+    except (av.error.FFmpegError, OSError, ValueError) as e:
+        raise FrameError(f"not a readable video (truncated or corrupt?): {_reason(e)}") from None
+    if not pts:
+        raise FrameError("the video stream holds no frame")
+    if w <= 0 or h <= 0:
+        raise FrameError(f"video stream of size {w}x{h}")
+    return VideoInfo(width=w, height=h, codec=codec, timestamps=np.sort(np.asarray(pts, np.float64) * float(tb)))
+
+
+def _reason(e: BaseException) -> str:
+    return (getattr(e, "strerror", None) or str(e)).splitlines()[0] if str(e) else type(e).__name__
+
+
+def _video_frames(path: Path, wanted: list[int]) -> Iterator[tuple[int, np.ndarray | FrameError]]:
+    """Decode a video front to back once, yielding (index, HxWx3 uint8 RGB) for the wanted indices.
+
+    A decode failure fails the frame being decoded and every later wanted frame (the decoder
+    cannot resume reliably after corrupt data); wanted frames past the end are reported missing.
+    """
+    av = _av()
+    want = set(wanted)
+    last = max(wanted)
+    seen = -1
+    try:
+        with av.open(str(path)) as c:
+            st = c.streams.video[0]
+            st.thread_type = "AUTO"  # frame threads: sequential decode, several cores
+            for i, frame in enumerate(c.decode(st)):
+                seen = i
+                if i in want:
+                    yield i, frame.to_ndarray(format="rgb24")
+                if i >= last:
+                    return
+    except (av.error.FFmpegError, OSError, ValueError, IndexError) as e:
+        err = FrameError(f"video decode failed after frame {seen}: {_reason(e)}")
+        for i in sorted(want):
+            if i > seen:
+                yield i, err
+        return
+    for i in sorted(want):
+        if i > seen:
+            yield i, FrameError(f"frame {i} is missing from the video (it decodes {seen + 1} frames)")
+
+
+# -- Parquet image columns ----------------------------------------------------------------------------
+
+def image_cell(value: Any) -> tuple[bytes, str]:
+    """(encoded bytes, file suffix) of a Parquet image cell: a {bytes, path} struct or raw bytes."""
+    if isinstance(value, dict):
+        data, name = value.get("bytes"), value.get("path") or ""
+    else:
+        data, name = value, ""
+    if not isinstance(data, (bytes, bytearray)) or not data:
+        raise FrameError("image cell holds no encoded bytes")
+    suffix = Path(str(name)).suffix.lower() or ".png"
+    return bytes(data), suffix
+
+
+def _parquet_frames(path: Path, column: str, wanted: list[int]) -> Iterator[tuple[int, Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path, columns=[column])
+    except Exception as e:
+        err = FrameError(f"cannot read column {column!r} of {path.name}: {_reason(e)}")
+        for i in wanted:
+            yield i, err
+        return
+    cells = table.column(0)
+    for i in sorted(set(wanted)):
+        if i >= len(cells):
+            yield i, FrameError(f"row {i} is missing from {path.name} ({len(cells)} rows)")
+            continue
+        try:
+            data, suffix = image_cell(cells[i].as_py())
+            yield i, decode_rgb(Path(f"cell{suffix}"), data)
+        except FrameError as e:
+            yield i, e
+
+
+# -- decoding per container ----------------------------------------------------------------------------
+
+def decode_members(path: Path, member: str, indices: Iterable[int]) -> Iterator[tuple[int, Any]]:
+    """Decode the given frames of one container in one sequential pass.
+
+    Yields:
+        (index, frame or FrameError) in ascending index order; a frame is what `decode_rgb`
+        returns for a file (an 8-bit Pillow image or an (H, W, C) array).
+    """
+    wanted = sorted(set(indices))
+    if not wanted:
+        return
+    if member == VIDEO_MEMBER:
+        yield from _video_frames(path, wanted)
+    elif member.startswith(PARQUET_PREFIX):
+        yield from _parquet_frames(path, member[len(PARQUET_PREFIX):], wanted)
+    else:
+        err = FrameError(f"unknown container member {member!r}")
+        for i in wanted:
+            yield i, err
+
+
+def group_sources(items: Iterable[tuple]) -> tuple[list[tuple[str, str]], dict[tuple[str, str], list[tuple[str, int]]]]:
+    """Split decode items into files and containers.
+
+    Args:
+        items: (content_hash, path) for files, or (content_hash, path, member, index), where a
+            None member marks a file.
+
+    Returns:
+        ([(hash, path)] of files, {(container path, member): [(hash, index)]} in first-seen order).
+    """
+    files: list[tuple[str, str]] = []
+    groups: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for item in items:
+        if len(item) < 4 or item[2] is None:
+            files.append((item[0], item[1]))
+        else:
+            groups.setdefault((item[1], item[2]), []).append((item[0], int(item[3])))
+    return files, groups
+
+
+def decode_group(path: str, member: str, frames: list[tuple[str, int]]) -> Iterator[tuple[str, Any]]:
+    """(content_hash, frame or FrameError) for the frames of one container, decoded in one pass."""
+    by_index: dict[int, list[str]] = {}
+    for h, i in frames:
+        by_index.setdefault(i, []).append(h)
+    for i, frame in decode_members(Path(path), member, by_index):
+        for h in by_index[i]:
+            yield h, frame
