@@ -158,7 +158,10 @@ def _reason(e: BaseException) -> str:
 
 
 def _video_frames(path: Path, wanted: list[int]) -> Iterator[tuple[int, np.ndarray | FrameError]]:
-    """Decode a video front to back once, yielding (index, HxWx3 uint8 RGB) for the wanted indices.
+    """Decode a video front to back once, yielding (index, 8-bit RGB Pillow image) for the wanted indices.
+
+    An image, as an 8-bit PNG decodes to, so a frame's statistics do not depend on whether it
+    was stored as a file or in a video (numpy and Pillow paths round differently in the last bits).
 
     A decode failure fails the frame being decoded and every later wanted frame (the decoder
     cannot resume reliably after corrupt data); wanted frames past the end are reported missing.
@@ -174,7 +177,7 @@ def _video_frames(path: Path, wanted: list[int]) -> Iterator[tuple[int, np.ndarr
             for i, frame in enumerate(c.decode(st)):
                 seen = i
                 if i in want:
-                    yield i, frame.to_ndarray(format="rgb24")
+                    yield i, frame.to_image()
                 if i >= last:
                     return
     except (av.error.FFmpegError, OSError, ValueError, IndexError) as e:
