@@ -209,7 +209,7 @@ def _parquet_frames(path: Path, column: str, wanted: list[int]) -> Iterator[tupl
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path, columns=[column])
+        table = pq.ParquetFile(path).read(columns=[column])
     except Exception as e:
         err = FrameError(f"cannot read column {column!r} of {path.name}: {_reason(e)}")
         for i in wanted:
