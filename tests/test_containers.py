@@ -24,8 +24,8 @@ from tests.robot_data import smooth_frames, write_lerobot, write_video
 
 CAM = "observation.images.top"
 # yuv420p moves an 8-bit grey level by about one: per-channel means of a smooth frame stay
-# within this many levels of the PNG's (measured here: <= 0.9 for H.264, <= 1.1 for AV1)
-LOSSY_MEAN_TOL = 2.0
+# within this many levels of the PNG's (measured on these 64x48 frames: up to 1.7 for H.264 and AV1)
+LOSSY_MEAN_TOL = 2.5
 
 
 def stats_by_step(cat: Catalog, set_name: str) -> dict[tuple[str, int], dict]:
