@@ -57,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     ix.add_argument("--set", help="set name")
     ix.add_argument("--domain", choices=("sim", "real"), help="domain of the set")
     ix.add_argument("--manifest", help="CSV, JSONL or Parquet manifest (columns: set, domain, rgb, pair_key, ...)")
+    ix.add_argument("--video", metavar="PATH", help="a video file, or a folder of them (one episode per file; "
+                                                    "pair key = <episode>/<frame>)")
+    ix.add_argument("--lerobot", metavar="ROOT", help="a local LeRobot dataset folder (v2.1 or v3.0); with --camera")
+    ix.add_argument("--camera", metavar="KEY", help="with --lerobot: the camera feature (e.g. observation.images.top)")
     ix.add_argument("--pair-regex", help="regex on the relative path whose first group (or group 'key') is the pair key")
     ix.add_argument("--depth-unit", help="declared depth unit: m, mm, cm, tum (1/5000 m) or units per metre")
     ix.add_argument("--tags", help="comma-separated tags for the set")

@@ -15,7 +15,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -86,13 +86,10 @@ def parse_encoder_list(spec: str | list[str] | None) -> list[str]:
 
 
 def _frame_to_uint8(path: str, content_hash: str | None = None) -> np.ndarray | None:
-    """Decode a frame into the HxWx3 uint8 RGB an image encoder takes.
+    """Decode a frame file into the HxWx3 uint8 RGB an image encoder takes (see `_to_uint8`).
 
-    16-bit images map their full scale to 8-bit full scale (v / 257, rounded); grayscale is
-    repeated to three channels. Float or otherwise scaled observation arrays are refused: the
-    normalization they carry cannot be inverted without its constants, and guessing them would
-    hide exactly the plumbing bug this tool looks for. With `content_hash`, the bytes read must
-    hash to it (what `index` catalogued); None when they do not (the file changed since).
+    With `content_hash`, the bytes read must hash to it (what `index` catalogued) and are the
+    bytes decoded; None when they do not (the file changed since).
     """
     from perception_gap.ingest.entries import content_hash as hash_of
     from perception_gap.ingest.frames import decode_rgb, read_bytes
@@ -105,7 +102,19 @@ def _frame_to_uint8(path: str, content_hash: str | None = None) -> np.ndarray | 
         return None  # unreadable now, readable at `index`: changed since (re-indexing says why)
     if content_hash is not None and hash_of(data) != content_hash:
         return None
-    img = decode_rgb(Path(path), data)
+    return _to_uint8(decode_rgb(Path(path), data))
+
+
+def _to_uint8(img: Any) -> np.ndarray:
+    """A decoded frame as the HxWx3 uint8 RGB an image encoder takes.
+
+    16-bit images map their full scale to 8-bit full scale (v / 257, rounded); grayscale is
+    repeated to three channels. Float or otherwise scaled observation arrays are refused: the
+    normalization they carry cannot be inverted without its constants, and guessing them would
+    hide exactly the plumbing bug this tool looks for.
+    """
+    if isinstance(img, FrameError):
+        raise img
     if not isinstance(img, np.ndarray):
         a = np.asarray(img.convert("RGB") if img.mode != "RGB" else img)
     else:
@@ -125,11 +134,47 @@ def _frame_to_uint8(path: str, content_hash: str | None = None) -> np.ndarray | 
     return np.ascontiguousarray(a)
 
 
-def _load_batch(enc: Any, items: list[tuple[str, str]], pool: ThreadPoolExecutor | None) -> tuple[list[str], Any, list[tuple[str, str]], list[str]]:
+class _Containers:
+    """One sequential decode per container across batches: the todo list is sorted by container
+    and frame index, so each batch takes the next frames of the same open pass (no seeks). The
+    container's hash is verified before its pass (`verified_group`): a frame of a container
+    changed since `index` comes back as (hash, None, None), to be re-indexed."""
+
+    def __init__(self, todo: list[tuple]) -> None:
+        from perception_gap.ingest.containers import group_sources
+
+        _, self._groups = group_sources(todo)
+        self._open: dict[tuple[str, str], Iterator[tuple[str, Any]]] = {}
+
+    def next_frame(self, item: tuple) -> tuple[str, np.ndarray | None, str | None]:
+        from perception_gap.ingest.containers import verified_group
+
+        key = (item[1], item[2])
+        if key not in self._open:
+            self._open[key] = verified_group(key[0], key[1], self._groups[key])
+        h, img = next(self._open[key])
+        assert h == item[0], "container frames out of order"  # the todo list is sorted (see catalog)
+        if img is None:
+            return h, None, None  # its container changed since `index`
+        try:
+            return h, _to_uint8(img), None
+        except FrameError as e:
+            return h, None, str(e)
+        except (ValueError, MemoryError) as e:
+            return h, None, f"cannot decode: {e}"
+
+
+def _load_batch(enc: Any, items: list[tuple], pool: ThreadPoolExecutor | None,
+                containers: _Containers | None = None) -> tuple[list[str], Any, list[tuple[str, str]], list[str]]:
     """Decode and preprocess one batch: (hashes, (N,3,H,W) tensor or None, [(hash, skip reason)],
-    [paths changed since `index`])."""
-    def one(item: tuple[str, str]) -> tuple[str, np.ndarray | None, str | None]:
-        h, path = item
+    [paths changed since `index`: files, or containers]).
+
+    Files decode in the pool's threads, from the bytes that hash to their content hash;
+    container frames come from their container's verified sequential pass (in this thread,
+    while the pool works on the files).
+    """
+    def one(item: tuple) -> tuple[str, np.ndarray | None, str | None]:
+        h, path = item[0], item[1]
         try:
             return h, _frame_to_uint8(path, h), None
         except FrameError as e:
@@ -137,8 +182,12 @@ def _load_batch(enc: Any, items: list[tuple[str, str]], pool: ThreadPoolExecutor
         except (ValueError, MemoryError, OSError) as e:
             return h, None, f"cannot decode: {e}"
 
-    results = list(pool.map(one, items)) if pool is not None else [one(i) for i in items]
-    paths = dict(items)
+    files = [i for i in items if len(i) < 3 or i[2] is None]
+    decoded = pool.map(one, files) if pool is not None else map(one, files)
+    inside = {i[0]: containers.next_frame(i) for i in items if len(i) > 2 and i[2] is not None} if containers else {}
+    by_hash = {r[0]: r for r in decoded} | inside
+    results = [by_hash[i[0]] for i in items]
+    paths = {i[0]: i[1] for i in items}
     hashes = [h for h, a, _ in results if a is not None]
     arrays = [a for _, a, _ in results if a is not None]
     skips = [(h, err) for h, a, err in results if a is None and err is not None]
@@ -177,8 +226,8 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
         embedded = skipped = n_todo = 0
         loaded = False
         reindexed: set[str] = set()
-        for round_ in range(ROUNDS + 1):  # a file changed since `index` is re-indexed, then embedded
-            todo = [(h, p) for h, p, _dtype, _fmt in catalog.hashes_needing_embedding(set_names, enc.fingerprint)]
+        for round_ in range(ROUNDS + 1):  # a file (container) changed since `index` is re-indexed, then embedded
+            todo = [r[:5] for r in catalog.hashes_needing_embedding(set_names, enc.fingerprint)]
             if not todo:
                 break
             if not loaded:
@@ -200,17 +249,18 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
     return reports
 
 
-def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple[str, str]], batch_size: int,
+def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch_size: int,
                  workers: int, progress: Progress | None) -> tuple[int, int, list[str]]:
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     embedded = skipped = done = 0
     changed: list[str] = []
+    containers = _Containers(todo)
     # One loader thread assembles batches in order; `workers` threads decode inside a batch.
     with ThreadPoolExecutor(max_workers=1) as loader, ThreadPoolExecutor(max_workers=max(1, workers)) as decoders:
         queue: deque[Future] = deque()
         it = iter(batches)
         for b in it:
-            queue.append(loader.submit(_load_batch, enc, b, decoders))
+            queue.append(loader.submit(_load_batch, enc, b, decoders, containers))
             if len(queue) >= PREFETCH:
                 break
         while queue:
@@ -218,7 +268,7 @@ def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple[str, st
             changed.extend(moved)
             nxt = next(it, None)
             if nxt is not None:
-                queue.append(loader.submit(_load_batch, enc, nxt, decoders))
+                queue.append(loader.submit(_load_batch, enc, nxt, decoders, containers))
             vectors = enc.encode(batch) if batch is not None else np.zeros((0, enc.dim), np.float32)
             if vectors.shape != (len(hashes), enc.dim) or not np.all(np.isfinite(vectors)):
                 raise InputError(f"Encoder {name!r} returned shape {vectors.shape} (expected {(len(hashes), enc.dim)}) or non-finite values for a batch; nothing of it was stored.")

@@ -22,7 +22,7 @@ from perception_gap.catalog.embeddings import EmbeddingsMixin
 from perception_gap.catalog.frames import FramesMixin
 from perception_gap.catalog.locking import WriterLock
 from perception_gap.catalog.runs import RunsMixin
-from perception_gap.catalog.schema import DEFAULT_DB, SCHEMA, SCHEMA_VERSION
+from perception_gap.catalog.schema import DEFAULT_DB, FRAME_MIGRATIONS, SCHEMA, SCHEMA_VERSION
 from perception_gap.catalog.stats_cache import StatsCacheMixin
 from perception_gap.errors import CatalogBusy, CatalogError, InputError
 
@@ -114,27 +114,48 @@ class Catalog(FramesMixin, StatsCacheMixin, AnnotationsMixin, EmbeddingsMixin, R
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _check_version(self) -> None:
+    def _check_version(self, *, upgradable: bool = False) -> int:
+        """The file's schema version; raises unless it is this one (or, when `upgradable`, an older
+        one that `_upgrade` knows how to bring forward)."""
         try:
             row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except duckdb.CatalogException:
             raise CatalogError(f"{str(self.path)!r} is not a perception-gap catalog (no `meta` table).") from None
-        if row is None or int(row[0]) != SCHEMA_VERSION:
-            found = None if row is None else row[0]
+        found = None if row is None else int(row[0])
+        if found == SCHEMA_VERSION or (upgradable and found is not None and 1 <= found < SCHEMA_VERSION):
+            return found
+        if found is not None and found < SCHEMA_VERSION:
             raise CatalogError(
-                f"Catalog {str(self.path)!r} has schema version {found}, this perception-gap reads "
-                f"version {SCHEMA_VERSION}; re-index into a new `--db`."
-            )
+                f"Catalog {str(self.path)!r} has schema version {found}, this perception-gap reads version "
+                f"{SCHEMA_VERSION}; run any writing command on it once (e.g. `index`) to upgrade it in place.")
+        raise CatalogError(
+            f"Catalog {str(self.path)!r} has schema version {found}, this perception-gap reads "
+            f"version {SCHEMA_VERSION}; re-index into a new `--db`."
+        )
+
+    def _upgrade(self, found: int) -> None:
+        """Bring an older catalog forward in one transaction: add each later version's columns
+        (existing rows keep their values; the new columns are NULL, as for plain files). New
+        tables (`listing_repeats`) were already created by `_migrate` (SCHEMA, IF NOT EXISTS)."""
+        self.con.execute("BEGIN")
+        for version in range(found + 1, SCHEMA_VERSION + 1):
+            for name, sql_type in FRAME_MIGRATIONS.get(version, ()):
+                self.con.execute(f"ALTER TABLE frames ADD COLUMN IF NOT EXISTS {name} {sql_type}")
+        self.con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
+        self.con.execute("COMMIT")
+        log.info("catalog: upgraded schema version %d -> %d", found, SCHEMA_VERSION)
 
     def _migrate(self) -> None:
         tables = {r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         if tables and "meta" not in tables:
             raise CatalogError(f"{str(self.path)!r} is a DuckDB file but not a perception-gap catalog.")
         if "meta" in tables:
-            self._check_version()
+            found = self._check_version(upgradable=True)
             if not {"embedding_skips", "annotated_frames", "listing_repeats"} <= tables:
                 self.con.execute(SCHEMA)  # additive tables of the same schema version (all IF NOT EXISTS)
             self._add_histogram_columns()
+            if found < SCHEMA_VERSION:
+                self._upgrade(found)
             return
         self.con.execute("BEGIN")
         self.con.execute(SCHEMA)

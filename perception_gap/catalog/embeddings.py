@@ -4,25 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from perception_gap.catalog.schema import pa
+from perception_gap.catalog.schema import SOURCE_COLUMNS, pa
 
 
 class EmbeddingsMixin:
     """Cached embeddings; mixed into `Catalog`, which provides `con`."""
 
     # -- embeddings --------------------------------------------------------------------------
-    def hashes_needing_embedding(self, set_names: list[str] | None, fingerprint: str) -> list[tuple[str, str, str | None, str | None]]:
-        """(content_hash, path, dtype, format) of usable frames with neither an embedding nor a
-        recorded skip for this encoder fingerprint; all sets when `set_names` is None."""
+    def hashes_needing_embedding(self, set_names: list[str] | None, fingerprint: str) -> list[tuple[Any, ...]]:
+        """(content_hash, path, member, frame_index, container_hash, dtype, format) of usable frames
+        with neither an embedding nor a recorded skip for this encoder fingerprint; all sets when
+        `set_names` is None. Path, member, index and container hash say where to decode it and
+        what to verify first, as in `hashes_needing_stats`."""
         where = "" if set_names is None else "AND f.set_name IN (SELECT unnest(?)) "
         params: list[Any] = [] if set_names is None else [set_names]
         return [tuple(r) for r in self.con.execute(
-            "SELECT f.content_hash, min(f.rgb_path), min(f.dtype), min(f.format) FROM frames f "
+            f"SELECT {SOURCE_COLUMNS}, min(f.dtype), min(f.format) FROM frames f "
             "LEFT JOIN frame_stats s ON s.content_hash = f.content_hash "
             f"WHERE f.status = 'ok' AND f.content_hash IS NOT NULL AND s.error IS NULL {where}"
             "AND f.content_hash NOT IN (SELECT content_hash FROM embeddings WHERE fingerprint = ?) "
             "AND f.content_hash NOT IN (SELECT content_hash FROM embedding_skips WHERE fingerprint = ?) "
-            "GROUP BY f.content_hash ORDER BY 2", params + [fingerprint, fingerprint]).fetchall()]
+            "GROUP BY f.content_hash ORDER BY 2, 3, 4, 1", params + [fingerprint, fingerprint]).fetchall()]
 
     def write_embeddings(self, encoder: str, fingerprint: str, hashes: list[str], vectors: "Any",
                          skips: list[tuple[str, str]] = ()) -> None:

@@ -40,7 +40,8 @@ class FramesMixin:
     def existing_frames(self, set_name: str) -> dict[str, dict[str, Any]]:
         """rgb_path -> catalog row (the change-detection columns) for a set."""
         cols = ("rgb_path", "file_size", "mtime_ns", "depth_path", "depth_size", "depth_mtime_ns",
-                "status", "content_hash", "pair_key", "episode", "step", "depth_unit", "action", "proprio")
+                "status", "content_hash", "pair_key", "episode", "step", "depth_unit", "action", "proprio",
+                "member", "frame_index")
         rows = self.con.execute(f"SELECT {', '.join(cols)} FROM frames WHERE set_name = ?", [set_name]).fetchall()
         return {r[0]: dict(zip(cols, r)) for r in rows}
 
@@ -62,13 +63,14 @@ class FramesMixin:
             raise
 
     def frames_at_paths(self, paths: list[str]) -> list[dict[str, Any]]:
-        """Every column of the usable frames (of any set) whose RGB or depth file is in `paths`."""
+        """Every column of the usable frames (of any set) whose RGB, depth or container file is in `paths`."""
         if not paths:
             return []
         tbl = pa.table({"p": pa.array(paths, pa.string())})  # noqa: F841 (DuckDB reads it by name)
         cur = self.con.execute(
             f"SELECT {', '.join(FRAME_COLUMNS)} FROM frames WHERE status = 'ok' "
-            "AND (rgb_path IN (SELECT p FROM tbl) OR depth_path IN (SELECT p FROM tbl))")
+            "AND (rgb_path IN (SELECT p FROM tbl) OR depth_path IN (SELECT p FROM tbl) "
+            "OR container_path IN (SELECT p FROM tbl))")
         return [dict(zip(FRAME_COLUMNS, r)) for r in cur.fetchall()]
 
     def mark_missing(self, set_name: str, paths: list[str]) -> None:

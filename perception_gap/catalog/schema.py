@@ -13,7 +13,13 @@ from typing import Any, Iterable
 from perception_gap.statistics.depth import DepthStats
 from perception_gap.statistics.image import ImageStats
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Columns each schema version added to `frames`, applied in order by `Catalog._migrate`
+# (version 2: frames inside containers, see `perception_gap.ingest.containers`).
+FRAME_MIGRATIONS: dict[int, tuple[tuple[str, str], ...]] = {
+    2: (("container_path", "VARCHAR"), ("container_hash", "VARCHAR"), ("member", "VARCHAR"),
+        ("frame_index", "BIGINT")),
+}
 DEFAULT_DB = "perception_gap.duckdb"
 
 SCHEMA = """
@@ -53,6 +59,10 @@ CREATE TABLE IF NOT EXISTS frames (
     status VARCHAR NOT NULL,
     error VARCHAR,
     indexed_at TIMESTAMP DEFAULT current_timestamp,
+    container_path VARCHAR,  -- a frame inside a video or Parquet file: that file (rgb_path names the frame)
+    container_hash VARCHAR,
+    member VARCHAR,          -- `video`, or `parquet:<column>` for an image column
+    frame_index BIGINT,      -- presentation-order frame number, or row number
     PRIMARY KEY (set_name, rgb_path)
 );
 CREATE TABLE IF NOT EXISTS listing_repeats (
@@ -132,7 +142,7 @@ FRAME_COLUMNS = (
     "set_name", "rgb_path", "pair_key", "episode", "step", "depth_path", "depth_unit",
     "content_hash", "depth_hash", "file_size", "mtime_ns", "depth_size", "depth_mtime_ns",
     "width", "height", "format", "mode", "dtype", "channels", "exif_orientation",
-    "action", "proprio", "status", "error",
+    "action", "proprio", "status", "error", "container_path", "container_hash", "member", "frame_index",
 )
 
 
@@ -153,9 +163,17 @@ def frame_types() -> dict[str, Any]:
         "step": pa.int64(), "file_size": pa.int64(), "mtime_ns": pa.int64(),
         "depth_size": pa.int64(), "depth_mtime_ns": pa.int64(), "width": pa.int32(),
         "height": pa.int32(), "channels": pa.int32(), "exif_orientation": pa.int32(),
-        "action": pa.list_(pa.float64()), "proprio": pa.list_(pa.float64()),
+        "action": pa.list_(pa.float64()), "proprio": pa.list_(pa.float64()), "frame_index": pa.int64(),
     }
 
+
+# Where a content hash can be decoded from (one frame per hash, the first by path): the file, or
+# the container with the member and index inside it, and the container's hash at `index` (which
+# the decoding stages verify before measuring). Used with `GROUP BY f.content_hash`.
+SOURCE_COLUMNS = ("f.content_hash, min(coalesce(f.container_path, f.rgb_path)), "
+                  "arg_min(f.member, coalesce(f.container_path, f.rgb_path)), "
+                  "arg_min(f.frame_index, coalesce(f.container_path, f.rgb_path)), "
+                  "arg_min(f.container_hash, coalesce(f.container_path, f.rgb_path))")
 
 IMAGE_FIELDS = tuple(f.name for f in fields(ImageStats))
 DEPTH_FIELDS = tuple(f.name for f in fields(DepthStats))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perception_gap.catalog.schema import DEPTH_FIELDS, IMAGE_FIELDS, arrow_table, pa
+from perception_gap.catalog.schema import DEPTH_FIELDS, IMAGE_FIELDS, SOURCE_COLUMNS, arrow_table, pa
 from perception_gap.statistics.depth import DepthStats
 from perception_gap.statistics.image import ImageStats
 
@@ -24,13 +24,20 @@ class StatsCacheMixin:
     """Cached statistics keyed by content hash; mixed into `Catalog`, which provides `con`."""
 
     # -- statistics cache ----------------------------------------------------------------------
-    def hashes_needing_stats(self, set_names: list[str]) -> list[tuple[str, str]]:
-        """(content_hash, a path holding it) for usable RGB frames without cached statistics."""
+    def hashes_needing_stats(self, set_names: list[str]) -> list[tuple[str, str, str | None, int | None, str | None]]:
+        """(content_hash, path, member, frame_index, container_hash) for usable RGB frames without
+        cached statistics.
+
+        For a file, path is the file and member, frame_index and container_hash are None; for a
+        frame inside a container, path is the container and container_hash its hash at `index`
+        (the workers verify it before measuring). Sorted by path then index, so the frames of one
+        container come together and in the order a sequential decode meets them.
+        """
         return [tuple(r) for r in self.con.execute(
-            "SELECT f.content_hash, min(f.rgb_path) FROM frames f "
+            f"SELECT {SOURCE_COLUMNS} FROM frames f "
             "WHERE f.set_name IN (SELECT unnest(?)) AND f.status = 'ok' AND f.content_hash IS NOT NULL "
             "AND f.content_hash NOT IN (SELECT content_hash FROM frame_stats) "
-            "GROUP BY f.content_hash ORDER BY 2", [set_names]).fetchall()]
+            "GROUP BY f.content_hash ORDER BY 2, 3, 4, 1", [set_names]).fetchall()]
 
     def hashes_needing_depth_stats(self, set_names: list[str]) -> list[tuple[str, str]]:
         return [tuple(r) for r in self.con.execute(

@@ -1,4 +1,4 @@
-"""`index`: frames from a folder or a manifest, boxes from COCO JSON or instance masks."""
+"""`index`: frames from a folder, a manifest, videos or a LeRobot dataset; boxes from COCO JSON or instance masks."""
 
 from __future__ import annotations
 
@@ -15,16 +15,22 @@ def execute(args: argparse.Namespace) -> int:
     tags = [t for t in (args.tags or "").split(",") if t] or None
     if args.coco is not None or args.masks is not None:
         return _index_boxes(args)
-    if args.manifest is None and args.path is None:
-        return fail("index: give a folder PATH (with --set and --domain) or --manifest FILE.")
-    if args.manifest is not None and args.path is not None:
-        return fail("index: give either a folder PATH or --manifest FILE, not both.")
-    if args.path is not None and (args.set is None or args.domain is None):
-        return fail("index: a folder needs --set NAME and --domain sim|real.")
+    sources = [name for name, v in (("a folder PATH", args.path), ("--manifest", args.manifest),
+                                    ("--video", args.video), ("--lerobot", args.lerobot)) if v is not None]
+    if not sources:
+        return fail("index: give a folder PATH, --manifest FILE, --video PATH or --lerobot ROOT (with --set and --domain).")
+    if len(sources) > 1:
+        return fail(f"index: give one source, got {' and '.join(sources)}.")
+    if args.manifest is None and (args.set is None or args.domain is None):
+        return fail(f"index: {sources[0]} needs --set NAME and --domain sim|real.")
+    if (args.lerobot is None) != (args.camera is None):
+        return fail("index: --lerobot ROOT needs --camera KEY (and --camera goes with --lerobot).")
     progress, close = progress_bar(args, "index")
     with Catalog(args.db, wait=args.wait) as cat:
         try:
-            if args.manifest is not None:
+            if args.video is not None or args.lerobot is not None:
+                reports = [_index_container_source(cat, args, tags, progress)]
+            elif args.manifest is not None:
                 reports = index_manifest(cat, Path(args.manifest), tags=tags, workers=args.workers, progress=progress)
             else:
                 reports = [index_folder(cat, Path(args.path), args.set, args.domain, pair_regex=args.pair_regex,
@@ -42,6 +48,16 @@ def execute(args: argparse.Namespace) -> int:
         if r.usable == 0:
             status = fail(f"set {r.set_name!r} has no usable frame ({r.n_skipped} skipped).")
     return status
+
+
+def _index_container_source(cat, args: argparse.Namespace, tags: list[str] | None, progress):
+    from perception_gap.ingest.lerobot import index_lerobot
+    from perception_gap.ingest.video import index_video
+
+    if args.video is not None:
+        return index_video(cat, Path(args.video), args.set, args.domain, tags=tags, workers=args.workers, progress=progress)
+    return index_lerobot(cat, Path(args.lerobot), args.camera, args.set, args.domain, tags=tags,
+                         workers=args.workers, progress=progress)
 
 
 def _index_boxes(args: argparse.Namespace) -> int:

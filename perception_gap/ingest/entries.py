@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from perception_gap.errors import FrameError, InputError
+from perception_gap.ingest.containers import ContainerFrame
 from perception_gap.ingest.frames import probe, read_bytes
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
@@ -43,6 +44,12 @@ class FrameEntry:
     action: list[float] | None = None
     proprio: list[float] | None = None
     error: str | None = None  # a listing-time problem (bad pair key, path outside folder, ...)
+    container: ContainerFrame | None = None  # set for a frame inside a video or Parquet file
+
+
+def _data_path(entry: FrameEntry) -> Path:
+    """The file whose size and mtime decide whether the entry changed: its container, or itself."""
+    return entry.container.file.path if entry.container is not None else entry.rgb_path
 
 
 @dataclass(frozen=True)
@@ -131,15 +138,22 @@ def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
         "depth_unit": entry.depth_unit, "action": entry.action, "proprio": entry.proprio,
         "status": "ok", "error": None,
     }
-    row["file_size"], row["mtime_ns"] = _stat(entry.rgb_path)
+    c = entry.container
+    if c is not None:
+        row.update(container_path=utf8_safe(str(c.file.path)), member=c.member, frame_index=c.index)
+    row["file_size"], row["mtime_ns"] = _stat(_data_path(entry))
     row["depth_size"], row["depth_mtime_ns"] = _stat(entry.depth_path)
     if entry.error:
         row.update(status="skipped", error=entry.error)
         return row
     try:
-        data = read_bytes(entry.rgb_path)
-        header = probe(entry.rgb_path, data)
-        row["content_hash"] = content_hash(data)
+        if c is not None:  # listed with its header; hashing reads the container once for all its frames
+            header = c.header
+            row["content_hash"], row["container_hash"] = c.content_hash(), c.file.content_hash()
+        else:
+            data = read_bytes(entry.rgb_path)
+            header = probe(entry.rgb_path, data)
+            row["content_hash"] = content_hash(data)
         row.update(width=header.width, height=header.height, format=header.format, mode=header.mode,
                    dtype=header.dtype, channels=header.channels, exif_orientation=header.exif_orientation)
         for name in ("action", "proprio"):
@@ -164,7 +178,7 @@ def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
 def _unchanged(entry: FrameEntry, old: dict[str, Any] | None) -> bool:
     if old is None or old["status"] == "missing":
         return False
-    size, mtime = _stat(entry.rgb_path)
+    size, mtime = _stat(_data_path(entry))
     dsize, dmtime = _stat(entry.depth_path)
     same_files = (size, mtime) == (old["file_size"], old["mtime_ns"]) and (
         (str(entry.depth_path) if entry.depth_path else None) == old["depth_path"]
@@ -172,6 +186,9 @@ def _unchanged(entry: FrameEntry, old: dict[str, Any] | None) -> bool:
     same_meta = (entry.pair_key == old["pair_key"] and entry.episode == old["episode"]
                  and entry.step == old["step"] and entry.depth_unit == old["depth_unit"]
                  and entry.action == old["action"] and entry.proprio == old["proprio"])
+    c = entry.container
+    same_place = (old["member"], old["frame_index"]) == ((c.member, c.index) if c is not None else (None, None))
+    same_meta = same_meta and same_place
     return same_files and same_meta and size is not None
 
 

@@ -24,8 +24,9 @@ if multiprocessing.parent_process() is not None:
 import numpy as np  # noqa: E402
 
 from perception_gap.errors import FrameError  # noqa: E402
-from perception_gap.ingest.entries import content_hash
-from perception_gap.ingest.frames import decode_depth, decode_rgb, read_bytes
+from perception_gap.ingest.containers import group_sources, verified_group  # noqa: E402
+from perception_gap.ingest.entries import content_hash  # noqa: E402
+from perception_gap.ingest.frames import decode_depth, decode_rgb, read_bytes  # noqa: E402
 from perception_gap.statistics.depth import DepthStats, depth_stats
 from perception_gap.statistics.image import ImageStats, image_stats_array, image_stats_pil
 
@@ -111,26 +112,48 @@ def _verified(h: str, path: str) -> bytes | None:
     return data if content_hash(data) == h else None
 
 
-def rgb_stats_job(items: list[tuple[str, str]]) -> list[tuple[str, ImageStats | None, str | None]]:
-    """[(content_hash, path)] -> [(content_hash, stats or None, skip reason or None)].
+def _rgb_stats(h: str, img: object) -> tuple[str, ImageStats | None, str | None]:
+    if img is None:  # changed since `index`: (hash, None, None), nothing measured
+        return h, None, None
+    try:
+        if isinstance(img, FrameError):
+            raise img
+        st = image_stats_array(img) if isinstance(img, np.ndarray) else image_stats_pil(img)
+        return h, st, None
+    except FrameError as e:
+        return h, None, str(e)
+    except (ValueError, MemoryError) as e:
+        return h, None, f"cannot compute statistics: {e}"
 
-    A file whose bytes no longer hash to its content hash comes back as (hash, None, None):
-    changed since `index`, not measured (the caller re-indexes it).
+
+def _decoded(h: str, path: str) -> object:
+    """The file decoded from the bytes that hash to `h`; None when it changed since `index`."""
+    data = _verified(h, path)
+    if data is None:
+        return None
+    try:
+        return decode_rgb(Path(path), data)
+    except FrameError as e:
+        return e
+    except (ValueError, MemoryError) as e:
+        return FrameError(f"cannot compute statistics: {e}")
+
+
+def rgb_stats_job(items: list[tuple]) -> list[tuple[str, ImageStats | None, str | None]]:
+    """[(content_hash, path)] or [(content_hash, path, member, frame_index, container_hash)] ->
+    [(content_hash, stats or None, skip reason or None)].
+
+    Files are read once, hashed and decoded from those bytes, one by one; the frames of a
+    container (member not None) are decoded in one sequential pass over it after its hash is
+    verified (`perception_gap.ingest.containers.verified_group`), each frame's statistics
+    computed as it comes, so memory holds one frame at a time. A frame whose file or container
+    no longer hashes to what `index` catalogued comes back as (hash, None, None): changed since
+    `index`, not measured (the caller re-indexes it).
     """
-    out = []
-    for h, path in items:
-        try:
-            data = _verified(h, path)
-            if data is None:
-                out.append((h, None, None))
-                continue
-            img = decode_rgb(Path(path), data)
-            st = image_stats_array(img) if isinstance(img, np.ndarray) else image_stats_pil(img)
-            out.append((h, st, None))
-        except FrameError as e:
-            out.append((h, None, str(e)))
-        except (ValueError, MemoryError) as e:
-            out.append((h, None, f"cannot compute statistics: {e}"))
+    files, groups = group_sources(items)
+    out = [_rgb_stats(h, _decoded(h, path)) for h, path in files]
+    for (path, member), frames in groups.items():
+        out.extend(_rgb_stats(h, img) for h, img in verified_group(path, member, frames))
     return out
 
 

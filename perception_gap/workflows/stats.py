@@ -57,8 +57,8 @@ class StatsPass:
 
     Attributes:
         computed: files (RGB and depth) whose statistics were computed and cached now.
-        reindexed: RGB paths of frames whose file changed since `index`: re-indexed (new content
-            hash) and measured under it; nothing was cached under the old hash.
+        reindexed: RGB paths of frames whose file (or container) changed since `index`: re-indexed
+            (new content hash) and measured under it; nothing was cached under the old hash.
         skipped: RGB paths of frames whose file kept changing while read: marked skipped.
     """
 
@@ -67,15 +67,31 @@ class StatsPass:
     skipped: tuple[str, ...] = ()
 
 
-def _run_jobs(job: Callable, items: list[tuple[str, str]], write: Callable, workers: int,
+def _chunks(items: list[tuple]) -> list[list[tuple]]:
+    """Worker tasks: files CHUNK at a time; the frames of one container always in one task, so each
+    container is decoded in one sequential pass (items come sorted by container and index)."""
+    chunks: list[list[tuple]] = []
+    files: list[tuple] = []
+    for item in items:
+        if len(item) > 2 and item[2] is not None:
+            if not (chunks and chunks[-1][0][1:3] == item[1:3]):
+                chunks.append([])
+            chunks[-1].append(item)
+        else:
+            files.append(item)
+    return [files[i : i + CHUNK] for i in range(0, len(files), CHUNK)] + chunks
+
+
+def _run_jobs(job: Callable, items: list[tuple], write: Callable, workers: int,
               progress: Progress | None, done_offset: int, total: int) -> tuple[int, list[str]]:
     """Map `job` over items in chunks (in worker processes when it pays), writing as results come.
 
     Returns:
-        (files done so far, paths whose bytes no longer match their content hash).
+        (files done so far, paths whose bytes no longer match their content hash: the file, or
+        for a frame inside a container, the container).
     """
-    chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
-    paths = dict(items)
+    chunks = _chunks(items)
+    paths = {item[0]: item[1] for item in items}
     pending: list = []
     changed: list[str] = []
     done = done_offset
@@ -89,7 +105,8 @@ def _run_jobs(job: Callable, items: list[tuple[str, str]], write: Callable, work
             if progress:
                 progress(done, total)
 
-    if workers <= 1 or len(items) < 2 * CHUNK:
+    small = len(items) < 2 * CHUNK and all(len(c[0]) == 2 or c[0][2] is None for c in chunks)
+    if workers <= 1 or len(chunks) < 2 or small:
         results = map(job, chunks)
         pool = None
     else:
@@ -115,8 +132,9 @@ def compute_stats(catalog: Catalog, set_names: list[str], *, workers: int | None
                   progress: Progress | None = None) -> StatsPass:
     """Compute and cache statistics of every usable frame of the sets that lacks them.
 
-    The workers hash the bytes they decode: a file changed since `index` is re-indexed and
-    measured under its new content hash (see `perception_gap.ingest.changes`).
+    The workers hash the bytes they decode (a container's file before its sequential decode): a
+    file or container changed since `index` is re-indexed and measured under its new content
+    hash (see `perception_gap.ingest.changes`).
     """
     workers = workers or default_workers()
     computed = 0

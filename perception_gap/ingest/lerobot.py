@@ -1,0 +1,263 @@
+"""LeRobot dataset sources (local folders, layouts v2.x and v3.0), read from the format's own files.
+
+The `lerobot` package is not needed: `meta/info.json` names the layout (`codebase_version`),
+the path templates (`data_path`, `video_path`), the `features` and `fps`.
+
+- v2.x: `meta/episodes.jsonl` lists the episodes; one data Parquet file per episode
+  (`data_path` with `episode_chunk` = episode // `chunks_size`, `episode_index`) and one video
+  per episode and camera (`video_path`, plus `video_key`); a frame's time in its video is
+  the row's `timestamp`.
+- v3.0: `meta/episodes/**/*.parquet` lists the episodes with, per episode, its data file
+  (`data/chunk_index`, `data/file_index`) and, per camera, its video file
+  (`videos/<key>/chunk_index`, `videos/<key>/file_index`) and `videos/<key>/from_timestamp`;
+  many episodes share a file, and a frame's time in the video is `from_timestamp + timestamp`.
+
+A row becomes a frame: `episode_index` -> episode, `frame_index` -> step, pair key
+`<episode>/<step>`, `observation.state` -> proprio, `action` -> action. A video camera's frame is
+the video frame whose presentation time is nearest the row's time, within half a frame period
+(else the row is skipped: its frame is missing from the video); an image camera's frame is the
+row's encoded image cell in the data file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from perception_gap.errors import FrameError, InputError
+from perception_gap.ingest.containers import (
+    PARQUET_PREFIX,
+    VIDEO_MEMBER,
+    ContainerFile,
+    ContainerFrame,
+    VideoInfo,
+    frame_path,
+    image_cell,
+    probe_video,
+)
+from perception_gap.ingest.entries import (
+    FrameEntry,
+    IndexReport,
+    Progress,
+    content_hash,
+    index_entries,
+    validate_domain,
+    validate_set_name,
+)
+from perception_gap.ingest.frames import probe_image
+from perception_gap.ingest.video import pair_key
+
+if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
+    from perception_gap.catalog import Catalog
+
+CAMERA_DTYPES = ("video", "image")
+STATE_KEY, ACTION_KEY = "observation.state", "action"
+
+
+def read_info(root: Path) -> dict[str, Any]:
+    """`meta/info.json` of a dataset, checked for what indexing needs; InputError naming what is wrong."""
+    if not root.is_dir():
+        raise InputError(f"Expected `--lerobot` to be a LeRobot dataset folder, got {str(root)!r} (not a folder).")
+    path = root / "meta" / "info.json"
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"Expected a LeRobot dataset at {str(root)!r}: meta/info.json not found.") from None
+    except (OSError, ValueError) as e:
+        raise InputError(f"Cannot read {str(path)!r}: {e}.") from None
+    if not isinstance(info, dict):
+        raise InputError(f"Expected {str(path)!r} to hold a JSON object, got {type(info).__name__}.")
+    version = str(info.get("codebase_version", ""))
+    if not (version.startswith("v2.") or version.startswith("v3.")):
+        raise InputError(f"Expected `codebase_version` v2.x or v3.0 in {str(path)!r}, got {version or 'none'!r}.")
+    missing = [k for k in ("features", "fps", "data_path") if k not in info]
+    if missing:
+        raise InputError(f"{str(path)!r} lacks {', '.join(missing)}.")
+    return info
+
+
+def cameras(info: dict[str, Any]) -> list[str]:
+    """Camera keys of a dataset: features whose dtype is `video` or `image`."""
+    return sorted(k for k, f in info["features"].items() if isinstance(f, dict) and f.get("dtype") in CAMERA_DTYPES)
+
+
+def _check_camera(info: dict[str, Any], camera: str) -> str:
+    keys = cameras(info)
+    if camera not in keys:
+        raise InputError(f"Unknown camera key {camera!r}; this dataset has: {', '.join(keys) or 'no camera'}.")
+    dtype = info["features"][camera]["dtype"]
+    if dtype == "video" and not info.get("video_path"):
+        raise InputError(f"Camera {camera!r} is a video feature but meta/info.json has no `video_path`.")
+    return dtype
+
+
+def _read_parquet(path: Path, columns: list[str]) -> dict[str, list[Any]]:
+    import pyarrow.parquet as pq
+
+    try:
+        f = pq.ParquetFile(path)  # not pq.read_table: it imports pyarrow.dataset (~0.3 s)
+        have = set(f.schema_arrow.names)
+        table = f.read(columns=[c for c in columns if c in have])
+    except FileNotFoundError:
+        raise InputError(f"LeRobot file {str(path)!r} not found.") from None
+    except Exception as e:
+        raise InputError(f"Cannot read LeRobot file {str(path)!r}: {str(e).splitlines()[0]}.") from None
+    return {c: table.column(c).to_pylist() for c in table.column_names}
+
+
+def _episodes_v2(root: Path, info: dict[str, Any]) -> list[dict[str, Any]]:
+    path = root / "meta" / "episodes.jsonl"
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        eps = [json.loads(line) for line in lines if line.strip()]
+    except FileNotFoundError:
+        raise InputError(f"Expected {str(path)!r} (a v2 dataset's episode list): not found.") from None
+    except (OSError, ValueError) as e:
+        raise InputError(f"Cannot read {str(path)!r}: {e}.") from None
+    chunks = int(info.get("chunks_size") or 1000)
+    out = []
+    for ep in eps:
+        i = int(ep["episode_index"])
+        fmt = {"episode_chunk": i // chunks, "episode_index": i}
+        out.append({"episode_index": i, "data": root / info["data_path"].format(**fmt),
+                    "video_fmt": fmt, "from_timestamp": 0.0})
+    return out
+
+
+def _episodes_v3(root: Path, info: dict[str, Any], camera: str) -> list[dict[str, Any]]:
+    files = sorted((root / "meta" / "episodes").rglob("*.parquet"))
+    if not files:
+        raise InputError(f"Expected episode files under {str(root / 'meta' / 'episodes')!r} (a v3.0 dataset): none found.")
+    v = f"videos/{camera}/"
+    cols = ["episode_index", "data/chunk_index", "data/file_index", v + "chunk_index", v + "file_index", v + "from_timestamp"]
+    out = []
+    for f in files:
+        t = _read_parquet(f, cols)
+        for j, ep in enumerate(t.get("episode_index", [])):
+            data_fmt = {"chunk_index": t["data/chunk_index"][j], "file_index": t["data/file_index"][j]}
+            row = {"episode_index": int(ep), "data": root / info["data_path"].format(**data_fmt), "from_timestamp": 0.0}
+            if v + "file_index" in t:
+                row["video_fmt"] = {"chunk_index": t[v + "chunk_index"][j], "file_index": t[v + "file_index"][j]}
+                row["from_timestamp"] = float(t[v + "from_timestamp"][j] or 0.0)
+            out.append(row)
+    return out
+
+
+def _vector(v: Any) -> list[float] | None:
+    if v is None:
+        return None
+    return [float(x) for x in np.ravel(np.asarray(v, dtype=np.float64))]
+
+
+class _Videos:
+    """Each video file probed once (its packets; no decoding), its failure remembered."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, tuple[ContainerFile, VideoInfo] | FrameError] = {}
+
+    def get(self, path: Path) -> tuple[ContainerFile, VideoInfo]:
+        if path not in self._seen:
+            try:
+                if not path.exists():
+                    raise FrameError(f"video file {path} not found")
+                self._seen[path] = (ContainerFile(path), probe_video(path))
+            except FrameError as e:
+                self._seen[path] = FrameError(f"{path.name}: {e}") if str(path) not in str(e) else e
+        got = self._seen[path]
+        if isinstance(got, FrameError):
+            raise got
+        return got
+
+
+def _video_frame(videos: _Videos, path: Path, t: float, fps: float) -> ContainerFrame:
+    file, info = videos.get(path)
+    ts = info.timestamps
+    i = int(np.clip(np.searchsorted(ts, t), 1, len(ts) - 1)) if len(ts) > 1 else 0
+    if i > 0 and abs(ts[i - 1] - t) <= abs(ts[i] - t):
+        i -= 1
+    if abs(ts[i] - t) > 0.5 / fps:
+        raise FrameError(f"frame at t={t:.4f} s is missing from {path.name} ({len(ts)} frames, "
+                         f"{ts[0]:.4f}-{ts[-1]:.4f} s)")
+    return ContainerFrame(file, VIDEO_MEMBER, i, info.header())
+
+
+def _image_frame(file: ContainerFile, camera: str, row: int, cell: Any) -> ContainerFrame:
+    data, _ = image_cell(cell)
+    return ContainerFrame(file, PARQUET_PREFIX + camera, row, probe_image(data), own_hash=content_hash(data))
+
+
+def scan_lerobot(root: Path, camera: str) -> list[FrameEntry]:
+    """List one camera's frames of a local LeRobot dataset (v2.x or v3.0; see the module docstring)."""
+    root = Path(os.path.abspath(root))
+    info = read_info(root)
+    dtype = _check_camera(info, camera)
+    fps = float(info["fps"])
+    if not math.isfinite(fps) or fps <= 0:
+        raise InputError(f"Expected a positive `fps` in meta/info.json, got {info['fps']!r}.")
+    v3 = str(info["codebase_version"]).startswith("v3.")
+    episodes = _episodes_v3(root, info, camera) if v3 else _episodes_v2(root, info)
+    cols = ["episode_index", "frame_index", "timestamp", STATE_KEY, ACTION_KEY] + ([camera] if dtype == "image" else [])
+    videos, tables, entries = _Videos(), {}, []
+    for ep in episodes:
+        data = ep["data"]
+        if data not in tables:
+            tables[data] = _load_data(data, cols, dtype)
+        t, rows_of = tables[data]
+        video = _video_path(root, info, camera, ep) if dtype == "video" else None
+        file = ContainerFile(data)
+        episode = str(ep["episode_index"])
+        for row in rows_of.get(ep["episode_index"], ()):
+            step = int(t["frame_index"][row])
+            entry = FrameEntry(rgb_path=data, pair_key=pair_key(episode, step), episode=episode, step=step,
+                               action=_vector(t[ACTION_KEY][row]) if ACTION_KEY in t else None,
+                               proprio=_vector(t[STATE_KEY][row]) if STATE_KEY in t else None)
+            try:
+                if video is not None:
+                    entry.container = _video_frame(videos, video, ep["from_timestamp"] + float(t["timestamp"][row]), fps)
+                else:
+                    entry.container = _image_frame(file, camera, row, t[camera][row])
+                c = entry.container
+                entry.rgb_path = Path(frame_path(c.file.path, c.member, c.index))
+            except FrameError as e:
+                entry.rgb_path = Path(f"{video or data}#episode {episode} step {step}")
+                entry.error = str(e)
+            entries.append(entry)
+    return entries
+
+
+def _load_data(path: Path, cols: list[str], dtype: str) -> tuple[dict[str, list[Any]], dict[int, list[int]]]:
+    """A data file's columns and, per episode index, its row numbers (in file order)."""
+    t = _read_parquet(path, cols)
+    need = ("episode_index", "frame_index") + (("timestamp",) if dtype == "video" else (cols[-1],))
+    missing = [c for c in need if c not in t]
+    if missing:
+        raise InputError(f"LeRobot data file {str(path)!r} lacks column(s) {', '.join(missing)}.")
+    rows_of: dict[int, list[int]] = {}
+    for row, ep in enumerate(t["episode_index"]):
+        rows_of.setdefault(int(ep), []).append(row)
+    return t, rows_of
+
+
+def _video_path(root: Path, info: dict[str, Any], camera: str, ep: dict[str, Any]) -> Path:
+    try:
+        return root / info["video_path"].format(video_key=camera, **ep.get("video_fmt", {}))
+    except (KeyError, IndexError, ValueError) as e:
+        raise InputError(f"Cannot fill meta/info.json `video_path` {info['video_path']!r} for episode "
+                         f"{ep['episode_index']} of camera {camera!r}: missing {e}.") from None
+
+
+def index_lerobot(catalog: Catalog, root: Path, camera: str, set_name: str, domain: str, *,
+                  tags: list[str] | None = None, workers: int | None = None,
+                  progress: Progress | None = None) -> IndexReport:
+    """Catalogue one camera of a local LeRobot dataset as one set (see `scan_lerobot`)."""
+    validate_set_name(set_name)
+    validate_domain(domain)
+    entries = scan_lerobot(root, camera)
+    root = Path(os.path.abspath(root))
+    return index_entries(catalog, set_name, domain, entries, source=f"lerobot:{root}#{camera}", tags=tags,
+                         root=str(root), workers=workers, progress=progress)

@@ -1,0 +1,121 @@
+"""LeRobot datasets (v2.1 and v3.0) and plain videos through `index`: what each row becomes, and
+bad input as one-line errors (exit 2) or recorded skips."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import cli
+from perception_gap.catalog import Catalog
+from perception_gap.ingest.lerobot import scan_lerobot
+from tests.robot_data import FPS, smooth_frames, write_lerobot, write_video
+
+CAM = "observation.images.top"
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture()
+def episodes():
+    return [smooth_frames(4, seed=0), smooth_frames(3, seed=1)]
+
+
+@pytest.mark.parametrize("version,codec", [("v2.1", "av1"), ("v3.0", "h264"), ("v3.0", "image")])
+def test_rows_become_frames_with_episode_step_state_and_action(tmp_path, episodes, version, codec):
+    kw = {"dtype": "image"} if codec == "image" else {"codec": codec}
+    root = write_lerobot(tmp_path / "ds", episodes, version=version, **kw)
+    entries = scan_lerobot(root, CAM)
+    assert [(e.episode, e.step, e.pair_key) for e in entries] == (
+        [("0", i, f"0/{i}") for i in range(4)] + [("1", i, f"1/{i}") for i in range(3)])
+    assert all(e.error is None for e in entries)
+    # the writer's values (tests/robot_data._rows): state [ep + 0.1 i, -0.05 i], action [0.2 i, ep - 0.01 i]
+    e = entries[5]  # episode 1, step 1
+    np.testing.assert_allclose(e.proprio, [1.1, -0.05])
+    np.testing.assert_allclose(e.action, [0.2, 0.99])
+    idx = [e.container.index for e in entries]
+    if codec == "image":  # row numbers in the one v3.0 data file
+        assert idx == list(range(7)) and {e.container.member for e in entries} == {f"parquet:{CAM}"}
+    elif version == "v3.0":  # one video for both episodes: episode 1 starts at from_timestamp 0.4 s
+        assert idx == list(range(7)) and len({e.container.file.path for e in entries}) == 1
+    else:  # one video per episode
+        assert idx == [0, 1, 2, 3, 0, 1, 2] and len({e.container.file.path for e in entries}) == 2
+
+
+def test_index_lerobot_and_video_then_stats_pair_by_episode_and_step(tmp_path, episodes, capsys):
+    root = write_lerobot(tmp_path / "ds", episodes, version="v3.0", codec="h264")
+    vids = tmp_path / "vids"
+    for ep, frames in enumerate(episodes):
+        write_video(vids / f"{ep}.mp4", frames, "av1")
+    db = str(tmp_path / "c.duckdb")
+    code, out, _ = run(["index", "--lerobot", str(root), "--camera", CAM, "--set", "real", "--domain", "real", "--db", db], capsys)
+    assert code == 0 and "7 usable, 0 skipped" in out
+    code, out, _ = run(["index", "--video", str(vids), "--set", "sim", "--domain", "sim", "--db", db], capsys)
+    assert code == 0 and "7 usable, 0 skipped" in out
+    code, out, _ = run(["stats", "--sim", "sim", "--real", "real", "--db", db], capsys)
+    assert code == 0 and "pairs: 7 matched" in out
+
+
+def test_missing_info_unknown_camera_and_bad_layout_exit_2_with_one_line(tmp_path, episodes, capsys):
+    root = write_lerobot(tmp_path / "ds", episodes, version="v2.1", codec="h264")
+    db = str(tmp_path / "c.duckdb")
+    base = ["index", "--set", "s", "--domain", "real", "--db", db]
+    code, _, err = run(base + ["--lerobot", str(root), "--camera", "observation.images.wrist"], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "Unknown camera key 'observation.images.wrist'" in err and CAM in err
+    code, _, err = run(base + ["--lerobot", str(root)], capsys)
+    assert code == 2 and "needs --camera" in err
+    (root / "meta" / "info.json").rename(root / "meta" / "moved.json")
+    code, _, err = run(base + ["--lerobot", str(root), "--camera", CAM], capsys)
+    assert code == 2 and err.count("\n") == 1 and "meta/info.json not found" in err
+    (root / "meta" / "info.json").write_text(json.dumps({"codebase_version": "v1.6"}))
+    code, _, err = run(base + ["--lerobot", str(root), "--camera", CAM], capsys)
+    assert code == 2 and "v1.6" in err
+
+
+def test_a_row_whose_frame_is_missing_from_the_video_is_a_recorded_skip(tmp_path, episodes, capsys):
+    root = write_lerobot(tmp_path / "ds", episodes, version="v2.1", codec="h264")
+    path = root / "data/chunk-000/episode_000001.parquet"
+    t = pq.read_table(path).to_pydict()
+    for k in t:  # two more rows than the episode's video has frames
+        t[k] = t[k] + [t[k][-1]] * 2
+    t["frame_index"][-2:] = [3, 4]
+    t["timestamp"][-2:] = [3 / FPS, 4 / FPS]
+    pq.write_table(pa.table(t), path)
+    db = str(tmp_path / "c.duckdb")
+    code, out, _ = run(["index", "--lerobot", str(root), "--camera", CAM, "--set", "s", "--domain", "real", "--db", db], capsys)
+    assert code == 0 and "7 usable, 2 skipped" in out
+    assert out.count("is missing from episode_000001.mp4 (3 frames") == 2
+
+
+def test_truncated_and_corrupt_videos_are_skips_and_a_set_of_only_them_exits_2(tmp_path, episodes, capsys):
+    vids = tmp_path / "vids"
+    good = write_video(vids / "good.mp4", episodes[0])
+    data = good.read_bytes()
+    (vids / "cut.mp4").write_bytes(data[: len(data) // 2])
+    db = str(tmp_path / "c.duckdb")
+    code, out, _ = run(["index", "--video", str(vids), "--set", "s", "--domain", "sim", "--db", db], capsys)
+    assert code == 0 and "4 usable, 1 skipped" in out and "cut.mp4: not a readable video" in out
+    code, _, err = run(["index", "--video", str(vids / "cut.mp4"), "--set", "t", "--domain", "sim", "--db", db], capsys)
+    assert code == 2 and err.count("\n") == 1 and "no usable frame" in err
+    # a video whose packets are intact but whose frames are garbage: recorded when decoded, no traceback
+    shutil.copy(good, vids / "bad.mp4")
+    raw = bytearray(good.read_bytes())
+    start = raw.find(b"mdat") + 8
+    raw[start : start + 400] = bytes(400)
+    (vids / "bad.mp4").write_bytes(bytes(raw))
+    code, _, _ = run(["index", "--video", str(vids / "bad.mp4"), "--set", "u", "--domain", "sim", "--db", db], capsys)
+    code, out, err = run(["stats", "--sim", "u", "--real", "s", "--db", db], capsys)
+    assert "Traceback" not in err
+    with Catalog(db, read_only=True) as cat:
+        counts = cat.set_counts("u")
+    assert counts["ok"] + counts["unreadable"] == 4  # each frame either decoded or recorded unreadable
