@@ -87,7 +87,7 @@ def test_hdf5_decodes_each_dataset_in_slices_front_to_back(tmp_path, monkeypatch
     frames = smooth_frames(70, seed=3)
     for i, img in got:
         np.testing.assert_array_equal(np.asarray(img), frames[i])
-    _, err = list(containers.decode_members(h5, f"hdf5:data/demo_0/obs/{KEY}", [75]))[0]
+    _, err = next(containers.decode_members(h5, f"hdf5:data/demo_0/obs/{KEY}", [75]))
     assert "frame 75 is missing" in str(err)
 
 

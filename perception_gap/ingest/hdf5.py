@@ -21,7 +21,14 @@ import numpy as np
 
 from perception_gap.errors import FrameError, InputError
 from perception_gap.ingest.containers import HDF5_PREFIX, ContainerFile, ContainerFrame, frame_path
-from perception_gap.ingest.entries import FrameEntry, IndexReport, Progress, index_entries, validate_domain, validate_set_name
+from perception_gap.ingest.entries import (
+    FrameEntry,
+    IndexReport,
+    Progress,
+    index_entries,
+    validate_domain,
+    validate_set_name,
+)
 from perception_gap.ingest.frames import Header, array_layout
 from perception_gap.ingest.video import pair_key
 
@@ -70,7 +77,7 @@ def _demos(f: Any, path: Path) -> list[str]:
         top = ", ".join(sorted(f.keys())) or "nothing"
         raise InputError(f"Expected a robomimic HDF5 file with a `data` group (data/demo_N/obs/KEY), "
                          f"got {str(path)!r} holding: {top}.")
-    demos = sorted((k for k in data.keys() if isinstance(data[k], h5py.Group)), key=_natural)
+    demos = sorted((k for k in data if isinstance(data[k], h5py.Group)), key=_natural)
     if not demos:
         raise InputError(f"HDF5 file {str(path)!r} has no demonstration group under `data/`.")
     return demos
