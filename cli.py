@@ -60,7 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     ix.add_argument("--video", metavar="PATH", help="a video file, or a folder of them (one episode per file; "
                                                     "pair key = <episode>/<frame>)")
     ix.add_argument("--lerobot", metavar="ROOT", help="a local LeRobot dataset folder (v2.1 or v3.0); with --camera")
-    ix.add_argument("--camera", metavar="KEY", help="with --lerobot: the camera feature (e.g. observation.images.top)")
+    ix.add_argument("--hdf5", metavar="FILE", help="a robomimic-layout HDF5 file (data/demo_N/obs/KEY, actions); "
+                                                   "with --camera")
+    ix.add_argument("--camera", metavar="KEY", help="with --lerobot: the camera feature (e.g. observation.images.top); "
+                                                    "with --hdf5: the obs key (e.g. agentview_image)")
+    ix.add_argument("--proprio", metavar="KEY[,KEY]", help="with --hdf5: obs keys concatenated into proprio "
+                                                           "(e.g. robot0_eef_pos,robot0_gripper_qpos)")
+    ix.add_argument("--root", metavar="DIR", help="with --manifest: the folder relative paths start from "
+                                                  "(default: the manifest's folder)")
     ix.add_argument("--pair-regex", help="regex on the relative path whose first group (or group 'key') is the pair key")
     ix.add_argument("--depth-unit", help="declared depth unit: m, mm, cm, tum (1/5000 m) or units per metre")
     ix.add_argument("--tags", help="comma-separated tags for the set")
@@ -145,6 +152,24 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the models run")
     dr.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
     dr.set_defaults(func=_command("drift"))
+
+    ls = sub.add_parser("sets", parents=[common], help="list the catalog's sets: domain, frames, usable, skipped, source",
+                        description="List every set of the catalog with its domain, frame counts and source.")
+    ls.add_argument("--json", help="also write the list to this JSON file")
+    ls.set_defaults(func=_command("sets"))
+
+    dp = sub.add_parser("drop", parents=[common], help="remove a set (its frames and boxes) from the catalog",
+                        description="Remove a set, its frames and its boxes; cached statistics and embeddings stay "
+                                    "(keyed by content).")
+    dp.add_argument("name", metavar="NAME", help="the set to remove")
+    dp.set_defaults(func=_command("drop"))
+
+    rn2 = sub.add_parser("rename", parents=[common], help="rename a set",
+                         description="Rename a set; its frames and boxes follow. Earlier runs keep the names they "
+                                     "were run with.")
+    rn2.add_argument("old", metavar="OLD", help="the set's name")
+    rn2.add_argument("new", metavar="NEW", help="its new name (no set may have it)")
+    rn2.set_defaults(func=_command("rename"))
 
     dm = sub.add_parser("demo", parents=[common], help="build the built-in paired MuJoCo demo set, then run it",
                         description="Render a small paired tabletop data set with MuJoCo (sim: RGB, depth, "

@@ -57,10 +57,14 @@ def index_folder(catalog: Catalog, root: PathLike, set_name: str, domain: str, *
                          tags=tags, workers=workers, progress=progress)
 
 
-def index_manifest(catalog: Catalog, manifest: PathLike, *, tags: list[str] | None = None,
+def index_manifest(catalog: Catalog, manifest: PathLike, *, root: PathLike | None = None, tags: list[str] | None = None,
                    workers: int | None = None, progress: Progress | None = None) -> list[IndexReport]:
-    """Index the sets of a CSV, JSONL or Parquet manifest (columns in docs/contract.md); one report per set."""
-    return _index_manifest(catalog, Path(manifest), tags=tags, workers=workers, progress=progress)
+    """Index the sets of a CSV, JSONL or Parquet manifest (columns in docs/contract.md); one report per set.
+
+    Paths are absolute, or relative to `root` (default: the manifest's folder).
+    """
+    return _index_manifest(catalog, Path(manifest), root=None if root is None else Path(root), tags=tags,
+                           workers=workers, progress=progress)
 
 
 def stats(catalog: Catalog, sim: str, real: str, *, workers: int | None = None,

@@ -280,5 +280,14 @@ def test_manifest_errors(tmp_path):
         with pytest.raises(InputError, match="both domains"):
             index_manifest(cat, both)
         (rep,) = index_manifest(cat, outside)
-    reasons = sorted(r for _, r in rep.skipped)
-    assert reasons == ["file not found", "path points outside the manifest's folder"]
+        # `../sim/...` leaves the manifest's folder: accepted (the manifest is the user's own input)
+        assert [r for _, r in rep.skipped] == ["file not found"] and rep.usable == 1
+        # --root: relative paths start from another folder; the corrected listing replaces the set's rows
+        fixed = tmp_path / "sub" / "fixed.jsonl"
+        fixed.write_text("\n".join(json.dumps(dict(data[i], rgb=f"frame_00{i}.png")) for i in range(2)))
+        (rep,) = index_manifest(cat, fixed, root=tmp_path / "real")
+        assert (rep.usable, rep.skipped, rep.removed, rep.vanished) == (2, (), 2, 0)
+        assert sorted(r["rgb_path"] for r in cat.existing_frames("m_sim").values() if r) == [
+            str(tmp_path / "real" / f"frame_00{i}.png") for i in range(2)]
+        with pytest.raises(InputError, match="--root.*not found"):
+            index_manifest(cat, outside, root=tmp_path / "nowhere")

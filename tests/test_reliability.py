@@ -267,25 +267,28 @@ def test_bad_manifest_extra_columns_are_named_and_ignored(tmp_path):
     assert "2 usable" in p.stdout
 
 
-def test_bad_manifest_paths_outside_its_folder_and_missing_files(tmp_path):
-    (tmp_path / "outside.png").write_bytes(b"")
+def test_manifest_paths_outside_its_folder_absolute_and_missing_files(tmp_path):
+    (tmp_path / "outside.png").write_bytes(b"")  # zero bytes: a skip for what it is, not for where it is
+    Image.fromarray(good_frame(9)).save(tmp_path / "elsewhere.png")
     _frames_dir(tmp_path / "m" / "a", 2)
     rows = [{"set": "s", "domain": "sim", "rgb": "a/f0.png", "pair_key": "0"},
             {"set": "s", "domain": "sim", "rgb": "../outside.png", "pair_key": "1"},
-            {"set": "s", "domain": "sim", "rgb": "/etc/hostname", "pair_key": "2"},
+            {"set": "s", "domain": "sim", "rgb": str(tmp_path / "elsewhere.png"), "pair_key": "2"},
             {"set": "s", "domain": "sim", "rgb": "a/../../outside.png", "pair_key": "3"},
             {"set": "s", "domain": "sim", "rgb": "a/gone.png", "pair_key": "4"},
             {"set": "s", "domain": "sim", "rgb": "a/f1.png", "pair_key": "5", "depth": "../outside.png"}]
     m = _manifest(tmp_path / "m" / "m.jsonl", rows)
     p = cli("index", "--manifest", m, "--db", tmp_path / "c.duckdb")
     clean(p)
-    assert p.returncode == 0 and "1 usable, 5 skipped" in p.stdout, p.stdout
+    assert p.returncode == 0 and "2 usable, 4 skipped" in p.stdout, p.stdout
     assert "the same file is listed again (pair key '3')" in p.stdout  # a/../../outside.png is ../outside.png
     con = duckdb.connect(str(tmp_path / "c.duckdb"), read_only=True)
-    got = dict(con.execute("SELECT pair_key, error FROM frames WHERE status <> 'ok'").fetchall())
+    got = dict(con.execute("SELECT pair_key, coalesce(error, status) FROM frames").fetchall())
+    paths = dict(con.execute("SELECT pair_key, rgb_path FROM frames").fetchall())
     con.close()
-    assert all("outside the manifest's folder" in got[k] for k in "125"), got
-    assert got["4"] == "file not found"
+    assert got["0"] == got["2"] == "ok" and paths["2"] == str(tmp_path / "elsewhere.png")
+    assert got["1"] == "zero-byte file" and got["5"] == "depth: zero-byte file" and got["4"] == "file not found"
+    assert not any("outside" in e for e in got.values())
 
 
 def test_bad_duplicate_pair_keys_keep_the_first(tmp_path):

@@ -1,7 +1,7 @@
 """The DuckDB catalog: schema, the `Catalog` class and the writer lock.
 
 Owns everything stored on disk (frame sets, frames, cached statistics, annotations, embeddings,
-runs and results) and the one-writer-at-a-time lock; `core` is the only module that imports duckdb.
+runs and results), listing, dropping and renaming sets (`sets`) and the one-writer-at-a-time lock; `core` is the only module that imports duckdb.
 """
 
 from perception_gap.catalog.core import CONNECT_WAIT_S, Catalog

@@ -23,6 +23,7 @@ from perception_gap.catalog.frames import FramesMixin
 from perception_gap.catalog.locking import WriterLock
 from perception_gap.catalog.runs import RunsMixin
 from perception_gap.catalog.schema import DEFAULT_DB, FRAME_MIGRATIONS, SCHEMA, SCHEMA_VERSION
+from perception_gap.catalog.sets import SetsMixin
 from perception_gap.catalog.stats_cache import StatsCacheMixin
 from perception_gap.errors import CatalogBusy, CatalogError, InputError
 
@@ -32,26 +33,29 @@ log = logging.getLogger(__package__)
 CONNECT_WAIT_S = 30.0  # how long one operation waits for another process's brief hold of the file
 
 
-class Catalog(FramesMixin, StatsCacheMixin, AnnotationsMixin, EmbeddingsMixin, RunsMixin):
+class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, EmbeddingsMixin, RunsMixin):
     """An open catalog file. Use as a context manager; every method is one transaction.
 
     This class holds the connection, session and schema migration; the operations come from one
-    mixin per concern (frames, statistics cache, annotations, embeddings, runs).
+    mixin per concern (frames, sets, statistics cache, annotations, embeddings, runs).
 
     Args:
         path: DuckDB file (created when absent).
         read_only: open without taking the write lock.
+        create: create the file when absent; False (commands that read an indexed catalog) raises
+            InputError instead, before anything (not even the lock file) is written.
         wait: seconds to wait for another writer (see `locking`); 0 raises `CatalogBusy` at once,
             naming it. Each operation also waits up to `CONNECT_WAIT_S` for a reader's brief hold.
     """
 
-    def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False, wait: float = 0.0) -> None:
+    def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False, wait: float = 0.0,
+                 create: bool = True) -> None:
         self.path = Path(path)
         self.read_only = read_only
         self._con: duckdb.DuckDBPyConnection | None = None
         self._depth = 0
         self._connect_wait = max(float(wait), CONNECT_WAIT_S)
-        if read_only and not self.path.exists():
+        if (read_only or not create) and not self.path.exists():
             raise InputError(f"Expected a catalog at `--db` {str(self.path)!r}, but the file does not exist; run `index` first.")
         self._lock = None if read_only else WriterLock(self.path, wait=wait).acquire()
         try:

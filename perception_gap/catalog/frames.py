@@ -41,7 +41,7 @@ class FramesMixin:
         """rgb_path -> catalog row (the change-detection columns) for a set."""
         cols = ("rgb_path", "file_size", "mtime_ns", "depth_path", "depth_size", "depth_mtime_ns",
                 "status", "content_hash", "pair_key", "episode", "step", "depth_unit", "action", "proprio",
-                "member", "frame_index")
+                "member", "frame_index", "container_path")
         rows = self.con.execute(f"SELECT {', '.join(cols)} FROM frames WHERE set_name = ?", [set_name]).fetchall()
         return {r[0]: dict(zip(cols, r)) for r in rows}
 
@@ -81,6 +81,26 @@ class FramesMixin:
             "UPDATE frames SET status = 'missing', error = 'file vanished since last index', "
             "indexed_at = current_timestamp WHERE set_name = ? AND rgb_path IN (SELECT rgb_path FROM tbl)",
             [set_name])
+
+    def remove_frames(self, set_name: str, paths: list[str]) -> None:
+        """Delete a set's rows for these paths (no longer listed), with their boxes."""
+        if not paths:
+            return
+        tbl = pa.table({"rgb_path": pa.array(paths, pa.string())})  # noqa: F841
+        self.con.execute("BEGIN")
+        for table in ("frames", "annotations", "annotated_frames"):
+            self.con.execute(f"DELETE FROM {table} WHERE set_name = ? AND rgb_path IN (SELECT rgb_path FROM tbl)",
+                             [set_name])
+        self.con.execute("COMMIT")
+
+    def depth_unit_gaps(self, set_name: str) -> tuple[int, int, str | None, list[str]]:
+        """Usable frames with a declared depth unit: (how many lack a depth map, how many there are,
+        one that lacks it, the units declared on those lacking one)."""
+        n_lacking, n, example, units = self.con.execute(
+            "SELECT count(*) FILTER (depth_path IS NULL), count(*), min(rgb_path) FILTER (depth_path IS NULL), "
+            "list(DISTINCT depth_unit ORDER BY depth_unit) FILTER (depth_path IS NULL) FROM frames "
+            "WHERE set_name = ? AND status = 'ok' AND depth_unit IS NOT NULL", [set_name]).fetchone()
+        return int(n_lacking), int(n), example, list(units or [])
 
     def set_counts(self, set_name: str) -> dict[str, int]:
         """Frames of a set by state: `ok` (usable), `skipped`, `missing`, and `unreadable` (indexed

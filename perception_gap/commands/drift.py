@@ -64,7 +64,7 @@ def execute(args: argparse.Namespace) -> int:
             return rc
     out_dir = Path(args.out)
     progress, close = progress_bar(args, "drift")
-    with Catalog(args.db, wait=args.wait) as cat:
+    with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:
             res = drift_job(cat, args.baseline, args.current, encoder_names=encoder_names(args.encoders), config=cfg,
                             device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress)

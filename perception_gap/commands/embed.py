@@ -34,7 +34,7 @@ def execute(args: argparse.Namespace) -> int:
 
     names = parse_encoder_list(args.encoder)
     progress, close = progress_bar(args, "embed")
-    with Catalog(args.db, wait=args.wait) as cat:
+    with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:
             reports = embed_sets(cat, names, args.set, device=args.device, batch_size=args.batch_size,
                                  workers=args.workers or 2, progress=progress)

@@ -1,8 +1,9 @@
-"""`index`: frames from a folder, a manifest, videos or a LeRobot dataset; boxes from COCO JSON or instance masks."""
+"""`index`: frames from a folder, a manifest, videos, a LeRobot dataset or an HDF5 file; boxes from COCO JSON or instance masks."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from perception_gap.commands.output import fail, progress_bar, say
@@ -15,23 +16,31 @@ def execute(args: argparse.Namespace) -> int:
     tags = [t for t in (args.tags or "").split(",") if t] or None
     if args.coco is not None or args.masks is not None:
         return _index_boxes(args)
-    sources = [name for name, v in (("a folder PATH", args.path), ("--manifest", args.manifest),
-                                    ("--video", args.video), ("--lerobot", args.lerobot)) if v is not None]
+    sources = [name for name, v in (("a folder PATH", args.path), ("--manifest", args.manifest), ("--video", args.video),
+                                    ("--lerobot", args.lerobot), ("--hdf5", args.hdf5)) if v is not None]
     if not sources:
-        return fail("index: give a folder PATH, --manifest FILE, --video PATH or --lerobot ROOT (with --set and --domain).")
+        return fail("index: give a folder PATH, --manifest FILE, --video PATH, --lerobot ROOT or --hdf5 FILE "
+                    "(with --set and --domain).")
     if len(sources) > 1:
         return fail(f"index: give one source, got {' and '.join(sources)}.")
     if args.manifest is None and (args.set is None or args.domain is None):
         return fail(f"index: {sources[0]} needs --set NAME and --domain sim|real.")
-    if (args.lerobot is None) != (args.camera is None):
-        return fail("index: --lerobot ROOT needs --camera KEY (and --camera goes with --lerobot).")
+    needs_camera = args.lerobot is not None or args.hdf5 is not None
+    if needs_camera != (args.camera is not None):
+        return fail(f"index: {sources[0]} needs --camera KEY." if needs_camera
+                    else "index: --camera goes with --lerobot ROOT or --hdf5 FILE.")
+    for flag, value, owner, given in (("--root", args.root, "--manifest", args.manifest),
+                                      ("--proprio", args.proprio, "--hdf5", args.hdf5)):
+        if value is not None and given is None:
+            return fail(f"index: {flag} goes with {owner}.")
     progress, close = progress_bar(args, "index")
     with Catalog(args.db, wait=args.wait) as cat:
         try:
-            if args.video is not None or args.lerobot is not None:
+            if args.video is not None or needs_camera:
                 reports = [_index_container_source(cat, args, tags, progress)]
             elif args.manifest is not None:
-                reports = index_manifest(cat, Path(args.manifest), tags=tags, workers=args.workers, progress=progress)
+                reports = index_manifest(cat, Path(args.manifest), root=None if args.root is None else Path(args.root),
+                                         tags=tags, workers=args.workers, progress=progress)
             else:
                 reports = [index_folder(cat, Path(args.path), args.set, args.domain, pair_regex=args.pair_regex,
                                         depth_unit=args.depth_unit, tags=tags, workers=args.workers, progress=progress)]
@@ -40,7 +49,12 @@ def execute(args: argparse.Namespace) -> int:
     status = 0
     for r in reports:
         say(args, f"{r.set_name} ({r.domain}): {r.listed} listed, {r.new} new, {r.changed} changed, "
-                   f"{r.unchanged} unchanged, {r.vanished} vanished; {r.usable} usable, {r.n_skipped} skipped")
+                   f"{r.unchanged} unchanged, {r.vanished} vanished"
+                   + (f", {r.removed} no longer listed (removed)" if r.removed else "")
+                   + f"; {r.usable} usable, {r.n_skipped} skipped")
+        for w in r.warnings:
+            if not args.quiet:
+                print(f"perception-gap: warning: {r.set_name}: {w}", file=sys.stderr)
         for path, reason in r.skipped[:20]:
             say(args, f"  skipped {path}: {reason}")
         if len(r.skipped) > 20:
@@ -51,11 +65,16 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def _index_container_source(cat, args: argparse.Namespace, tags: list[str] | None, progress):
+    from perception_gap.ingest.hdf5 import index_hdf5
     from perception_gap.ingest.lerobot import index_lerobot
     from perception_gap.ingest.video import index_video
 
     if args.video is not None:
         return index_video(cat, Path(args.video), args.set, args.domain, tags=tags, workers=args.workers, progress=progress)
+    if args.hdf5 is not None:
+        proprio = [k.strip() for k in (args.proprio or "").split(",") if k.strip()]
+        return index_hdf5(cat, Path(args.hdf5), args.camera, args.set, args.domain, proprio=proprio, tags=tags,
+                          workers=args.workers, progress=progress)
     return index_lerobot(cat, Path(args.lerobot), args.camera, args.set, args.domain, tags=tags,
                          workers=args.workers, progress=progress)
 

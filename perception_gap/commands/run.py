@@ -38,7 +38,7 @@ def execute(args: argparse.Namespace) -> int:
     names = parse_encoder_list(args.encoders) if args.encoders else None
     out_dir = Path(args.out)
     progress, close = progress_bar(args, "run")
-    with Catalog(args.db, wait=args.wait) as cat:
+    with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:
             res = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
                           batch_size=args.batch_size, workers=args.workers, progress=progress)

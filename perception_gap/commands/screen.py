@@ -36,7 +36,7 @@ def execute(args: argparse.Namespace) -> int:
     sims = [s for item in args.sim for s in item.split(",") if s]
     out_dir = Path(args.out)
     progress, close = progress_bar(args, "screen")
-    with Catalog(args.db, wait=args.wait) as cat:
+    with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:
             res = screen_job(cat, sims, args.real, encoder_names=encoder_names(args.encoders),
                              baseline=args.fail_if_worse, device=args.device, batch_size=args.batch_size,

@@ -50,7 +50,7 @@ def execute(args: argparse.Namespace) -> int:
     from perception_gap.workflows.stats import stats_job
 
     progress, close = progress_bar(args, "stats")
-    with Catalog(args.db, wait=args.wait) as cat:
+    with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:
             res = stats_job(cat, args.sim, args.real, workers=args.workers, progress=progress)
         finally:

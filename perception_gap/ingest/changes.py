@@ -6,10 +6,10 @@ catalog: a mismatch stores nothing under the old hash and hands the file's path 
 frames (in every set that lists the file) are read again like `index` reads them (new hash,
 size, mtime, header), and the stage measures the new content under its own hash.
 
-A frame inside a container (a video, a LeRobot Parquet file) is verified through its
-container's hash (`perception_gap.ingest.containers.verified_group`); a changed container
-re-indexes every frame of it the set holds: the set's source (`video:` or `lerobot:`) is
-listed again as `index` lists it, and its entries in that container are read again (new
+A frame inside a container (a video, a LeRobot Parquet file, an HDF5 file) is verified through
+its container's hash (`perception_gap.ingest.containers.verified_group`); a changed container
+re-indexes every frame of it the set holds: the set's source (`video:`, `lerobot:` or `hdf5:`)
+is listed again as `index` lists it, and its entries in that container are read again (new
 container hash, so new frame hashes). A frame the new listing no longer holds is skipped with
 the reason; so is every frame of a source that cannot be listed again.
 """
@@ -56,6 +56,7 @@ def reread_frames(catalog: Catalog, paths: Iterable[str]) -> tuple[str, ...]:
 
 def _listing(source: str) -> list[FrameEntry]:
     """A container source listed again as `index` lists it (the set's recorded `source`)."""
+    from perception_gap.ingest.hdf5 import parse_hdf5_source, scan_hdf5
     from perception_gap.ingest.lerobot import scan_lerobot
     from perception_gap.ingest.video import scan_videos
 
@@ -65,6 +66,9 @@ def _listing(source: str) -> list[FrameEntry]:
     if kind == "lerobot":
         root, _, camera = where.rpartition("#")
         return scan_lerobot(Path(root), camera)
+    if kind == "hdf5":
+        path, camera, proprio = parse_hdf5_source(where)
+        return scan_hdf5(path, camera, proprio=proprio)
     raise InputError(f"source {source!r} cannot be listed again")
 
 
@@ -73,7 +77,7 @@ def _reread_containers(catalog: Catalog, set_name: str, rows: list[dict[str, Any
     changed = {r["container_path"] for r in rows}
     try:
         entries = _listing((catalog.get_set(set_name) or {}).get("source") or "")
-    except (InputError, FrameError) as e:
+    except (InputError, FrameError, OSError) as e:
         why = f"its container changed since `index` and the set cannot be listed again ({e}); index it again"
         return [{**r, "status": "skipped", "error": why} for r in rows]
 

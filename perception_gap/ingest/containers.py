@@ -2,8 +2,9 @@
 
 A container frame is named by (container path, member, index): the member says what inside the
 file holds the frame (`video` for the first video stream; `parquet:<column>` for the encoded
-images of a Parquet column), the index is its position (the frame's place in the stream's
-presentation order; the row number in the file). Its content hash is derived from the
+images of a Parquet column; `hdf5:<dataset path>` for an (N, H, W[, C]) array of an HDF5 file),
+the index is its position (the frame's place in the stream's presentation order; the row
+number in the file; the index along the dataset's first axis). Its content hash is derived from the
 container's content hash, the member and the index (`frame_hash`), so statistics and
 embeddings cache as for files and a changed container re-indexes every frame it holds. An
 encoded image cell of a Parquet file is hashed from its own bytes instead: it is a file stored
@@ -27,13 +28,16 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import numpy as np
+from PIL import Image
 
 from perception_gap.errors import FrameError
-from perception_gap.ingest.frames import Header, decode_rgb, open_regular
+from perception_gap.ingest.frames import Header, array_layout, decode_rgb, open_regular
 
 VIDEO_EXTS = frozenset({".mp4", ".mkv", ".mov", ".avi", ".webm", ".m4v"})
 VIDEO_MEMBER = "video"
 PARQUET_PREFIX = "parquet:"
+HDF5_PREFIX = "hdf5:"
+HDF5_BLOCK = 32  # frames read from an HDF5 dataset per slice: sequential, bounded memory
 _HASH_BLOCK = 1 << 22
 
 
@@ -43,10 +47,10 @@ def frame_hash(container_hash: str, member: str, index: int) -> str:
 
 
 def frame_path(container: Path, member: str, index: int) -> str:
-    """The catalog's `rgb_path` of a container frame: `<file>#<index>` (video), `<file>#<column>:<row>`."""
+    """The catalog's `rgb_path` of a container frame: `<file>#<index>` (video), `<file>#<column or dataset>:<index>`."""
     if member == VIDEO_MEMBER:
         return f"{container}#{index}"
-    return f"{container}#{member[len(PARQUET_PREFIX):]}:{index}"
+    return f"{container}#{member.split(':', 1)[1]}:{index}"
 
 
 class ContainerFile:
@@ -253,6 +257,57 @@ def _parquet_frames(path: Path, column: str, wanted: list[int]) -> Iterator[tupl
             yield i, e
 
 
+# -- HDF5 arrays --------------------------------------------------------------------------------------
+
+def array_frame(a: np.ndarray, layout: str) -> Image.Image | np.ndarray:
+    """One observation array as `decode_rgb` gives it for a file: 8-bit grey or RGB as a Pillow image
+    (as the same frame's PNG decodes), anything else an (H, W, C) array with its own dtype and values."""
+    if layout == "CHW":
+        a = np.moveaxis(a, 0, -1)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.dtype == np.uint8 and a.shape[-1] in (1, 3):
+        return Image.fromarray(np.ascontiguousarray(a[:, :, 0] if a.shape[-1] == 1 else a))
+    return np.ascontiguousarray(a)
+
+
+def _hdf5_frames(path: Path, dataset: str, wanted: list[int]) -> Iterator[tuple[int, Any]]:
+    """Read the wanted frames of an (N, ...) HDF5 dataset front to back, `HDF5_BLOCK` frames per slice."""
+    import h5py
+
+    try:
+        f = h5py.File(path, "r")
+    except (OSError, ValueError) as e:
+        err = FrameError(f"not a readable HDF5 file: {_reason(e)}")
+        for i in wanted:
+            yield i, err
+        return
+    with f:
+        ds = f.get(dataset)
+        if not isinstance(ds, h5py.Dataset):
+            err = FrameError(f"dataset {dataset!r} is missing from {path.name}")
+            for i in wanted:
+                yield i, err
+            return
+        layout = array_layout(tuple(ds.shape[1:]))
+        pending = list(wanted)
+        while pending:
+            lo = pending[0]
+            block = [i for i in pending if i < lo + HDF5_BLOCK]
+            pending = pending[len(block):]
+            try:
+                data = ds[lo : min(block[-1] + 1, ds.shape[0])]
+            except (OSError, ValueError) as e:
+                data, err = None, FrameError(f"cannot read {dataset}[{lo}:{block[-1] + 1}]: {_reason(e)}")
+            for i in block:
+                if data is None:
+                    yield i, err
+                elif i - lo >= len(data):
+                    yield i, FrameError(f"frame {i} is missing from {dataset} ({ds.shape[0]} frames)")
+                else:
+                    yield i, array_frame(data[i - lo], layout)
+
+
 # -- decoding per container ----------------------------------------------------------------------------
 
 def decode_members(path: Path, member: str, indices: Iterable[int]) -> Iterator[tuple[int, Any]]:
@@ -269,6 +324,8 @@ def decode_members(path: Path, member: str, indices: Iterable[int]) -> Iterator[
         yield from _video_frames(path, wanted)
     elif member.startswith(PARQUET_PREFIX):
         yield from _parquet_frames(path, member[len(PARQUET_PREFIX):], wanted)
+    elif member.startswith(HDF5_PREFIX):
+        yield from _hdf5_frames(path, member[len(HDF5_PREFIX):], wanted)
     else:
         err = FrameError(f"unknown container member {member!r}")
         for i in wanted:

@@ -59,11 +59,16 @@ class IndexReport:
     Attributes:
         set_name, domain: the set.
         listed: frames listed by the folder or manifest.
-        new, changed, unchanged, vanished: incremental bookkeeping (vanished are marked `missing`).
+        new, changed, unchanged, vanished: incremental bookkeeping (vanished: usable frames whose
+            file is gone, marked `missing`).
         usable: frames of the set now usable (status ok).
         skipped: (path, reason) for every frame of this listing that is not usable, and one
             entry per file the listing names more than once (its reason says how often).
         repeats: (path, extra listings) for each file listed more than once (one catalog row each).
+        removed: rows of an earlier listing that this one no longer names and whose file still
+            exists (or that were never usable): deleted, so the set is what this listing says.
+        warnings: what the caller should tell the user (a depth unit with no depth map, depth
+            maps that matched no frame); indexing went on.
     """
 
     set_name: str
@@ -76,6 +81,8 @@ class IndexReport:
     usable: int
     skipped: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     repeats: tuple[tuple[str, int], ...] = field(default_factory=tuple)
+    removed: int = 0
+    warnings: tuple[str, ...] = ()
 
     @property
     def n_skipped(self) -> int:
@@ -202,14 +209,47 @@ def _mark_duplicate_keys(rows: list[dict[str, Any]], kept: dict[str, str]) -> No
             row.update(status="skipped", error=f"duplicate pair key {row['pair_key']!r} (also {first})")
 
 
+def _depth_unit_warning(catalog: Catalog, set_name: str) -> str | None:
+    """A depth unit given for usable frames that have no depth map: it measures nothing, say so."""
+    lacking, declared, example, units = catalog.depth_unit_gaps(set_name)
+    if not lacking:
+        return None
+    return (f"depth unit {', '.join(units)} given, but no depth map was found for {lacking} of {declared} usable "
+            f"frame(s) (e.g. {example})")
+
+
+def _unlisted(old: dict[str, dict[str, Any]], listed: dict[str, FrameEntry]) -> tuple[list[str], list[str]]:
+    """Rows of an earlier listing that this one does not name: (vanished, removed) paths.
+
+    Vanished: usable before and its file is gone (kept, marked `missing`). Removed: its file still
+    exists (the listing dropped it: a corrected manifest), or it was never usable; deleted.
+    """
+    vanished, removed = [], []
+    # a container this listing still reads no longer holds the frame: the frame vanished from it
+    read_now = {utf8_safe(str(e.container.file.path)) for e in listed.values() if e.container is not None}
+    for p, r in old.items():
+        if p in listed:
+            continue
+        where = r.get("container_path")
+        exists = where not in read_now and _stat(Path(where or p))[0] is not None
+        if exists or r["status"] == "skipped":
+            removed.append(p)
+        elif r["status"] == "ok":
+            vanished.append(p)
+    return vanished, removed
+
+
 def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[FrameEntry], *,
                   source: str | None = None, tags: list[str] | None = None, root: str | None = None,
-                  workers: int | None = None, progress: Progress | None = None) -> IndexReport:
+                  workers: int | None = None, progress: Progress | None = None,
+                  warnings: list[str] | None = None) -> IndexReport:
     """Catalogue a set's listing incrementally; returns what changed.
 
     Frames already catalogued with the same size, mtime and metadata are not read again.
-    Vanished frames are marked `missing`. Rows are written in batches of `BATCH`, each one
-    transaction, so an interrupted call keeps every finished batch.
+    The set becomes what the listing names: usable frames whose file vanished are marked
+    `missing`; rows the listing no longer names whose file exists are deleted (see `_unlisted`).
+    Rows are written in batches of `BATCH`, each one transaction, so an interrupted call keeps
+    every finished batch.
     """
     validate_set_name(set_name)
     validate_domain(domain)
@@ -227,7 +267,7 @@ def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[Fr
     catalog.replace_repeats(set_name, repeats)
     todo = [e for p, e in listed.items() if not _unchanged(e, old.get(p))]
     n_new = sum(1 for e in todo if utf8_safe(str(e.rgb_path)) not in old)
-    vanished = [p for p, r in old.items() if p not in listed and r["status"] != "missing"]
+    vanished, removed = _unlisted(old, listed)
     todo_paths = {utf8_safe(str(e.rgb_path)) for e in todo}  # built once: rebuilt per row it was O(old x todo)
     kept = {r["pair_key"]: p for p, r in old.items()
             if p in listed and r["status"] == "ok" and p not in todo_paths}
@@ -242,13 +282,18 @@ def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[Fr
             if progress:
                 progress(done, len(todo))
     catalog.mark_missing(set_name, vanished)
+    catalog.remove_frames(set_name, removed)
     counts = catalog.set_counts(set_name)
     skipped = tuple((s["path"], s["reason"]) for s in catalog.skipped_frames(set_name) if s["path"] in listed)
+    notes = tuple(warnings or ()) + tuple(w for w in (_depth_unit_warning(catalog, set_name),) if w)
+    for w in notes:
+        log.info("set %s: %s", set_name, w)  # the caller shows it (`IndexReport.warnings`)
     return IndexReport(set_name=set_name, domain=domain, listed=len(entries), new=n_new,
                        changed=len(todo) - n_new, unchanged=len(listed) - len(todo),
                        vanished=len(vanished), usable=counts["ok"],
                        skipped=skipped + tuple((p, r) for p, _, r in repeats),
-                       repeats=tuple((p, n) for p, n, _ in repeats))
+                       repeats=tuple((p, n) for p, n, _ in repeats),
+                       removed=len(removed), warnings=notes)
 
 
 def _repeat_reason(keys: list[str | None], first: str | None) -> str:

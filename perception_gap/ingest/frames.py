@@ -18,11 +18,11 @@ from PIL import Image, ImageOps
 
 from perception_gap.errors import FrameError
 
-IMAGE_EXTS = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm"})
+IMAGE_EXTS = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp", ".ppm", ".pgm", ".pfm"})
 ARRAY_EXTS = frozenset({".npy"})
 EXR_EXTS = frozenset({".exr"})
 RGB_EXTS = IMAGE_EXTS | ARRAY_EXTS
-DEPTH_EXTS = frozenset({".png", ".npy", ".exr", ".tif", ".tiff"})
+DEPTH_EXTS = frozenset({".png", ".npy", ".exr", ".tif", ".tiff", ".pgm", ".pfm"})
 
 # Pillow's own default (~89 Mpx) warns, twice that raises; a camera frame is far smaller, so a
 # header claiming more is a decompression bomb or a corrupt file. Refuse it before decoding.
@@ -191,15 +191,16 @@ def probe_exr(path: Path) -> Header:
     import OpenEXR
 
     try:
+        # the header's values are read while the file is open: the mapping is empty once it closes
         with OpenEXR.File(str(path), header_only=True) as f:
             hdr = f.header()
+            (x0, y0), (x1, y1) = hdr["dataWindow"]
+            n_channels = len(hdr.get("channels", []))
     except Exception as e:
-        raise FrameError(f"not a readable EXR file: {e}") from None
-    (x0, y0), (x1, y1) = hdr["dataWindow"]
+        raise FrameError(f"not a readable EXR file: {type(e).__name__}: {e}") from None
     w, h = int(x1 - x0 + 1), int(y1 - y0 + 1)
     _check_size(w, h)
-    return Header(width=w, height=h, format="EXR", mode="EXR", dtype="float32",
-                  channels=len(hdr.get("channels", [])) or 1)
+    return Header(width=w, height=h, format="EXR", mode="EXR", dtype="float32", channels=n_channels or 1)
 
 
 def probe(path: Path, data: bytes) -> Header:

@@ -1,4 +1,8 @@
-"""Manifest sources: CSV, JSONL and Parquet manifests of frame sets (paths relative to the manifest) and cataloguing them."""
+"""Manifest sources: CSV, JSONL and Parquet manifests of frame sets, and cataloguing them.
+
+A manifest is the user's own list of their frames: its paths are absolute, or relative to the
+manifest's folder (or to `root`, `--root DIR`), and may point anywhere, outside that folder too.
+"""
 
 from __future__ import annotations
 
@@ -111,8 +115,12 @@ def _vector(row: dict[str, Any], name: str) -> list[float] | None:
     return [float(v) for v in vals]
 
 
-def read_manifest(path: Path) -> dict[tuple[str, str], list[FrameEntry]]:
+def read_manifest(path: Path, *, root: Path | None = None) -> dict[tuple[str, str], list[FrameEntry]]:
     """Parse a manifest into frame entries per (set, domain).
+
+    Args:
+        path: the manifest file.
+        root: the folder relative `rgb` and `depth` paths start from (default: the manifest's).
 
     Raises:
         InputError: unreadable file, a missing required column, a bad domain, or a set named
@@ -131,7 +139,7 @@ def read_manifest(path: Path) -> dict[tuple[str, str], list[FrameEntry]]:
     if extra:  # a typo (`dpeth`) would otherwise drop a column silently
         log.warning("manifest %s: ignored column(s) %s (not manifest columns: %s)", path, ", ".join(extra),
                     ", ".join(MANIFEST_REQUIRED + MANIFEST_OPTIONAL))
-    base = Path(os.path.abspath(path)).parent
+    base = manifest_root(path, root)
     domains: dict[str, str] = {}
     out: dict[tuple[str, str], list[FrameEntry]] = {}
     for i, row in enumerate(rows, 2 if path.suffix.lower() == ".csv" else 1):
@@ -145,12 +153,9 @@ def read_manifest(path: Path) -> dict[tuple[str, str], list[FrameEntry]]:
             raise InputError(f"Manifest {str(path)!r} names set {set_name!r} as both domains ({domains[set_name]!r} and {domain!r}).")
         entry = FrameEntry(rgb_path=base, pair_key=None)
         rgb = str(row.get("rgb") or "").strip()
-        rgb_path = Path(os.path.normpath(base / rgb)) if rgb else None
-        entry.rgb_path = rgb_path or base / f"<row {i}: empty rgb>"
+        entry.rgb_path = _resolve(base, rgb) if rgb else base / f"<row {i}: empty rgb>"
         if not rgb:
             entry.error = "empty `rgb` column"
-        elif not _inside(rgb_path, base):
-            entry.error = "path points outside the manifest's folder"
         key = row.get("pair_key")
         entry.pair_key = None if key in (None, "") else str(key)
         if entry.pair_key is None and entry.error is None:
@@ -170,30 +175,36 @@ def read_manifest(path: Path) -> dict[tuple[str, str], list[FrameEntry]]:
             entry.error = entry.error or f"bad value: {e}"
         depth = row.get("depth")
         if depth not in (None, ""):
-            dp = Path(os.path.normpath(base / str(depth)))
-            if not _inside(dp, base):
-                entry.error = entry.error or "depth path points outside the manifest's folder"
-            entry.depth_path = dp
+            entry.depth_path = _resolve(base, str(depth).strip())
         out.setdefault((set_name, domain), []).append(entry)
     return out
 
 
-def _inside(path: Path, base: Path) -> bool:
-    try:
-        path.relative_to(base)
-        return True
-    except ValueError:
-        return False
+def manifest_root(manifest: Path, root: Path | None = None) -> Path:
+    """The absolute folder a manifest's relative paths start from; InputError when `root` is no folder."""
+    if root is None:
+        return Path(os.path.abspath(manifest)).parent
+    if not root.is_dir():
+        raise InputError(f"Expected `--root` to be an existing folder, got {str(root)!r} "
+                         f"({'a file' if root.exists() else 'not found'}).")
+    return Path(os.path.abspath(root))
 
 
-def index_manifest(catalog: Catalog, manifest: Path, *, tags: list[str] | None = None,
+def _resolve(base: Path, name: str) -> Path:
+    """A manifest path: absolute as written (`~` expanded), or relative to `base`; normalized."""
+    p = Path(name).expanduser()
+    return Path(os.path.normpath(p if p.is_absolute() else base / p))
+
+
+def index_manifest(catalog: Catalog, manifest: Path, *, root: Path | None = None, tags: list[str] | None = None,
                    workers: int | None = None, progress: Progress | None = None) -> list[IndexReport]:
-    """Catalogue every set a manifest names."""
-    groups = read_manifest(manifest)
+    """Catalogue every set a manifest names (relative paths start at `root`, default the manifest's folder)."""
+    groups = read_manifest(manifest, root=root)
+    base = manifest_root(manifest, root)
     for set_name, domain in groups:
         existing = catalog.get_set(set_name)
         if existing is not None and existing["domain"] != domain:
             raise InputError(f"Set {set_name!r} is already indexed as domain {existing['domain']!r}; the manifest says {domain!r}.")
     return [index_entries(catalog, s, d, entries, source=f"manifest:{manifest.resolve()}", tags=tags,
-                          root=str(manifest.resolve().parent), workers=workers, progress=progress)
+                          root=str(base), workers=workers, progress=progress)
             for (s, d), entries in groups.items()]

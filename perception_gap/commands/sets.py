@@ -1,0 +1,28 @@
+"""`sets`: every set of the catalog with its frame counts and source, as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from perception_gap.commands.output import atomic_write_text, dumps
+
+
+def execute(args: argparse.Namespace) -> int:
+    from perception_gap.catalog import Catalog
+
+    with Catalog(args.db, read_only=True, wait=args.wait) as cat:
+        sets = cat.set_summaries()
+    if args.json:
+        atomic_write_text(Path(args.json), dumps({"sets": [s.to_dict() for s in sets]}))
+    if args.quiet:
+        return 0
+    if not sets:
+        print("no sets yet (index some frames: `perception-gap index PATH --set NAME --domain sim|real`)")
+        return 0
+    width = max(4, *(len(s.name) for s in sets))
+    print(f"{'name':<{width}}  domain  {'frames':>7} {'usable':>7} {'skipped':>7}  source")
+    for s in sets:
+        missing = f" ({s.missing} missing)" if s.missing else ""
+        print(f"{s.name:<{width}}  {s.domain:<6}  {s.frames:>7} {s.usable:>7} {s.skipped:>7}  {s.source or '-'}{missing}")
+    return 0
