@@ -50,16 +50,11 @@ class FramesMixin:
             return
         batch = arrow_table(rows, FRAME_COLUMNS, frame_types())  # noqa: F841 (DuckDB reads it by name)
         cols = ", ".join(FRAME_COLUMNS)
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             self.con.execute(
                 "DELETE FROM frames USING (SELECT set_name, rgb_path FROM batch) b "
                 "WHERE frames.set_name = b.set_name AND frames.rgb_path = b.rgb_path")
             self.con.execute(f"INSERT INTO frames ({cols}) SELECT {cols} FROM batch")
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
 
     def mark_missing(self, set_name: str, paths: list[str]) -> None:
         if not paths:
