@@ -8,7 +8,7 @@ from perception_gap.catalog.schema import pa
 
 
 class AnnotationsMixin:
-    """Annotations of frames; mixed into `Catalog`, which provides `con`."""
+    """Annotations of frames; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     # -- annotations ------------------------------------------------------------------------
     def frame_sizes(self, set_name: str) -> list[tuple[str, str, int | None, int | None]]:

@@ -8,7 +8,7 @@ from perception_gap.catalog.schema import pa
 
 
 class EmbeddingsMixin:
-    """Cached embeddings; mixed into `Catalog`, which provides `con`."""
+    """Cached embeddings; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     # -- embeddings --------------------------------------------------------------------------
     def hashes_needing_embedding(self, set_names: list[str] | None, fingerprint: str) -> list[tuple[str, str, str | None, str | None]]:

@@ -9,7 +9,7 @@ from perception_gap.errors import InputError
 
 
 class FramesMixin:
-    """Frame sets and their frames; mixed into `Catalog`, which provides `con`."""
+    """Frame sets and their frames; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     # -- frame sets --------------------------------------------------------------------------
     def ensure_set(self, name: str, domain: str, *, source: str | None = None,

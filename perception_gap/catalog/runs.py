@@ -9,7 +9,7 @@ from perception_gap.catalog.schema import pa
 
 
 class RunsMixin:
-    """Stored runs and results; mixed into `Catalog`, which provides `con`."""
+    """Stored runs and results; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     # -- runs and results --------------------------------------------------------------------
     def record_run(self, kind: str, config: dict[str, Any], version: str,

@@ -21,7 +21,7 @@ def _stats_rows(items: list[tuple[str, Any, str | None]], names: tuple[str, ...]
 
 
 class StatsCacheMixin:
-    """Cached statistics keyed by content hash; mixed into `Catalog`, which provides `con`."""
+    """Cached statistics keyed by content hash; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     # -- statistics cache ----------------------------------------------------------------------
     def hashes_needing_stats(self, set_names: list[str]) -> list[tuple[str, str]]:
