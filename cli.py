@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from typing import Callable
 
@@ -18,6 +19,7 @@ from perception_gap.errors import PerceptionGapError
 from perception_gap.version import __version__
 
 DEFAULT_DB = "perception_gap.duckdb"
+EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a process ended by SIGPIPE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -182,6 +184,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout replaced by an object without a descriptor (tests)
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -197,7 +209,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"Expected `--workers` >= 1, got {args.workers}.")
     args.main = main  # commands that chain others (demo, drift --current-dir) call back through it
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a pipe's buffer is written here, where a closed reader can still be handled
+        return code
+    except BrokenPipeError:  # the reader went away (`... | head -1`): stop quietly, as `cat` does
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except PerceptionGapError as e:
         return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
     except KeyboardInterrupt:

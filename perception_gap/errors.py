@@ -23,3 +23,7 @@ class FrameError(PerceptionGapError):
 
 class CatalogBusy(CatalogError):
     """Another process is writing the catalog (the message names it)."""
+
+
+class OutputError(PerceptionGapError):
+    """An output file (results.json, report.html, a `--json` file) cannot be written where asked."""

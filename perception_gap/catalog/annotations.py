@@ -8,7 +8,7 @@ from perception_gap.catalog.schema import pa
 
 
 class AnnotationsMixin:
-    """Annotations of frames; mixed into `Catalog`, which provides `con`."""
+    """Annotations of frames; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     # -- annotations ------------------------------------------------------------------------
     def frame_sizes(self, set_name: str) -> list[tuple[str, str, int | None, int | None]]:
@@ -24,8 +24,7 @@ class AnnotationsMixin:
         `annotated` lists every frame the source covers, boxes or not: a frame with no object is
         still evaluated (its detections are false positives).
         """
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             self.con.execute("DELETE FROM annotations WHERE set_name = ? AND source = ?", [set_name, source])
             self.con.execute("DELETE FROM annotated_frames WHERE set_name = ? AND source = ?", [set_name, source])
             covered = pa.table({"rgb_path": pa.array(sorted(set(annotated)), pa.string())})  # noqa: F841
@@ -43,10 +42,6 @@ class AnnotationsMixin:
                 })
                 self.con.execute("INSERT INTO annotations SELECT set_name, rgb_path, source, category, bbox, score, "
                                  "area, iscrowd FROM batch")
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
 
     def load_annotations(self, set_name: str) -> dict[str, dict[str, list[dict[str, Any]]]]:
         """source -> rgb_path -> boxes of the usable frames of a set; every frame the source

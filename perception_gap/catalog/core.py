@@ -8,6 +8,7 @@ batch, so an interrupted run keeps every finished batch and the rerun does the r
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import time
@@ -22,7 +23,7 @@ from perception_gap.catalog.embeddings import EmbeddingsMixin
 from perception_gap.catalog.frames import FramesMixin
 from perception_gap.catalog.locking import WriterLock
 from perception_gap.catalog.runs import RunsMixin
-from perception_gap.catalog.schema import DEFAULT_DB, FRAME_MIGRATIONS, SCHEMA, SCHEMA_VERSION
+from perception_gap.catalog.schema import DEFAULT_DB, FRAME_MIGRATIONS, SCHEMA, SCHEMA_VERSION, TABLES
 from perception_gap.catalog.sets import SetsMixin
 from perception_gap.catalog.stats_cache import StatsCacheMixin
 from perception_gap.errors import CatalogBusy, CatalogError, InputError
@@ -31,6 +32,11 @@ from perception_gap.errors import CatalogBusy, CatalogError, InputError
 log = logging.getLogger(__package__)
 
 CONNECT_WAIT_S = 30.0  # how long one operation waits for another process's brief hold of the file
+# no connection may load or download an extension: a SQLite file given as the catalog would
+# otherwise make DuckDB fetch its sqlite_scanner from the network
+_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_DUCKDB_MAGIC = (8, b"DUCK")  # offset and bytes of the DuckDB file header
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, EmbeddingsMixin, RunsMixin):
@@ -50,6 +56,8 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
 
     def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False, wait: float = 0.0,
                  create: bool = True) -> None:
+        if not str(path).strip():
+            raise InputError("Expected `--db` to name a catalog file, got an empty path.")
         self.path = Path(path)
         self.read_only = read_only
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -57,9 +65,11 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
         self._connect_wait = max(float(wait), CONNECT_WAIT_S)
         if (read_only or not create) and not self.path.exists():
             raise InputError(f"Expected a catalog at `--db` {str(self.path)!r}, but the file does not exist; run `index` first.")
-        self._lock = None if read_only else WriterLock(self.path, wait=wait).acquire()
+        _check_header(self.path)
+        with catalog_faults(self.path):
+            self._lock = None if read_only else WriterLock(self.path, wait=wait).acquire()
         try:
-            with self.session():
+            with catalog_faults(self.path), self.session():
                 if not read_only:
                     self._migrate()
                 else:
@@ -82,11 +92,12 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
         deadline = time.monotonic() + self._connect_wait
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                return duckdb.connect(str(self.path), read_only=self.read_only, config=dict(_CONFIG))
             except duckdb.IOException as e:
                 msg = str(e).splitlines()[0]
                 if "lock" not in msg.lower():
-                    raise CatalogError(f"Cannot open catalog {str(self.path)!r}: {msg}") from None
+                    raise _as_catalog_error(self.path, e) or CatalogError(
+                        f"Cannot open catalog {str(self.path)!r}: {msg}") from None
                 if time.monotonic() >= deadline:  # another process has it open (a reader, or a writer's batch)
                     raise CatalogBusy(f"Cannot open catalog {str(self.path)!r} within {self._connect_wait:g} s: {msg}") from None
                 time.sleep(0.05)
@@ -106,11 +117,32 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
                 con.close()
 
     def close(self) -> None:
-        if self._con is not None:
-            con, self._con = self._con, None
-            con.close()
-        if self._lock is not None:
-            self._lock.release()
+        try:
+            if self._con is not None:
+                con, self._con = self._con, None
+                with catalog_faults(self.path):
+                    con.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """BEGIN ... COMMIT; on failure roll back what can be and raise the failure itself.
+
+        A failed COMMIT (a full disk) has already ended the transaction, so ROLLBACK then fails
+        too ("no transaction is active"): that second error must not hide the first.
+        """
+        self.con.execute("BEGIN")
+        try:
+            yield
+            self.con.execute("COMMIT")
+        except BaseException:
+            try:
+                self.con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
+            raise
 
     def __enter__(self) -> "Catalog":
         return self
@@ -125,10 +157,19 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
             row = self.con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except duckdb.CatalogException:
             raise CatalogError(f"{str(self.path)!r} is not a perception-gap catalog (no `meta` table).") from None
-        found = None if row is None else int(row[0])
+        missing = sorted(set(TABLES) - _ADDITIVE_TABLES - self._tables())
+        if missing:
+            raise CatalogError(f"Catalog {str(self.path)!r} lacks table(s) {', '.join(missing)}: it is not a complete "
+                               f"perception-gap catalog; re-index into a new `--db`.")
+        try:
+            found = None if row is None else int(row[0])
+        except (TypeError, ValueError):  # a damaged version value: reported as it is
+            found = None
         if found == SCHEMA_VERSION or (upgradable and found is not None and 1 <= found < SCHEMA_VERSION):
             return found
-        if found is not None and found < SCHEMA_VERSION:
+        if found is None and row is not None:
+            found = row[0]
+        elif found is not None and found < SCHEMA_VERSION:
             raise CatalogError(
                 f"Catalog {str(self.path)!r} has schema version {found}, this perception-gap reads version "
                 f"{SCHEMA_VERSION}; run any writing command on it once (e.g. `index`) to upgrade it in place.")
@@ -141,30 +182,31 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
         """Bring an older catalog forward in one transaction: add each later version's columns
         (existing rows keep their values; the new columns are NULL, as for plain files). New
         tables (`listing_repeats`) were already created by `_migrate` (SCHEMA, IF NOT EXISTS)."""
-        self.con.execute("BEGIN")
-        for version in range(found + 1, SCHEMA_VERSION + 1):
-            for name, sql_type in FRAME_MIGRATIONS.get(version, ()):
-                self.con.execute(f"ALTER TABLE frames ADD COLUMN IF NOT EXISTS {name} {sql_type}")
-        self.con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
-        self.con.execute("COMMIT")
+        with self._transaction():
+            for version in range(found + 1, SCHEMA_VERSION + 1):
+                for name, sql_type in FRAME_MIGRATIONS.get(version, ()):
+                    self.con.execute(f"ALTER TABLE frames ADD COLUMN IF NOT EXISTS {name} {sql_type}")
+            self.con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
         log.info("catalog: upgraded schema version %d -> %d", found, SCHEMA_VERSION)
 
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+
     def _migrate(self) -> None:
-        tables = {r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        tables = self._tables()
         if tables and "meta" not in tables:
             raise CatalogError(f"{str(self.path)!r} is a DuckDB file but not a perception-gap catalog.")
         if "meta" in tables:
             found = self._check_version(upgradable=True)
-            if not {"embedding_skips", "annotated_frames", "listing_repeats"} <= tables:
+            if not _ADDITIVE_TABLES <= tables:
                 self.con.execute(SCHEMA)  # additive tables of the same schema version (all IF NOT EXISTS)
             self._add_histogram_columns()
             if found < SCHEMA_VERSION:
                 self._upgrade(found)
             return
-        self.con.execute("BEGIN")
-        self.con.execute(SCHEMA)
-        self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-        self.con.execute("COMMIT")
+        with self._transaction():
+            self.con.execute(SCHEMA)
+            self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
     def _add_histogram_columns(self) -> None:
         """Catalogs written before histograms were cached lack two columns: add them and drop the
@@ -174,19 +216,77 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
             "WHERE table_name IN ('frame_stats', 'depth_stats')").fetchall()}
         if ("frame_stats", "hist") in cols and ("depth_stats", "log_hist") in cols:
             return
-        self.con.execute("BEGIN")
-        self.con.execute("ALTER TABLE frame_stats ADD COLUMN IF NOT EXISTS hist DOUBLE[]")
-        self.con.execute("ALTER TABLE depth_stats ADD COLUMN IF NOT EXISTS log_hist DOUBLE[]")
-        self.con.execute("DELETE FROM frame_stats")
-        self.con.execute("DELETE FROM depth_stats")
-        self.con.execute("COMMIT")
+        with self._transaction():
+            self.con.execute("ALTER TABLE frame_stats ADD COLUMN IF NOT EXISTS hist DOUBLE[]")
+            self.con.execute("ALTER TABLE depth_stats ADD COLUMN IF NOT EXISTS log_hist DOUBLE[]")
+            self.con.execute("DELETE FROM frame_stats")
+            self.con.execute("DELETE FROM depth_stats")
         log.info("catalog: added histogram columns; cached statistics will be recomputed")
+
+
+# added after a catalog's first version: created when absent (`listing_repeats`: a v1 catalog upgrading)
+_ADDITIVE_TABLES = {"embedding_skips", "annotated_frames", "listing_repeats"}
+
+
+def _check_header(path: Path) -> None:
+    """Refuse, before DuckDB sees it, a file that is not a DuckDB database (DuckDB would hand a
+    SQLite file to its sqlite extension)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+    except FileNotFoundError:
+        return  # a new catalog
+    except IsADirectoryError:
+        raise InputError(f"Expected `--db` to name a catalog file, got the directory {str(path)!r}.") from None
+    except OSError as e:
+        raise CatalogError(f"Cannot read catalog {str(path)!r}: {e.strerror}.") from None
+    offset, magic = _DUCKDB_MAGIC
+    if head and head[offset:offset + len(magic)] != magic:
+        kind = "a SQLite database" if head.startswith(b"SQLite format 3") else "not a DuckDB file"
+        raise CatalogError(f"{str(path)!r} is not a perception-gap catalog ({kind}); give another `--db`.")
+
+
+def _as_catalog_error(path: Path, e: BaseException) -> CatalogError | None:
+    """The one-line error for a storage fault, or None for anything else (a bug keeps its trace)."""
+    detail = str(e).splitlines()[0] if str(e) else type(e).__name__
+    where = str(path)
+    if isinstance(e, OSError):
+        if e.errno not in _DISK_FULL:
+            return None
+        detail = e.strerror or detail
+    if isinstance(e, OSError) or "no space left" in detail.lower() or "quota exceeded" in detail.lower():
+        return CatalogError(f"Disk full writing catalog {where!r} ({detail}); every batch committed before is "
+                            f"kept: free some space, then rerun.")
+    if isinstance(e, duckdb.FatalException):
+        return CatalogError(f"Catalog {where!r} stopped after a failed write ({detail}); every batch committed "
+                            f"before is kept: rerun.")
+    if isinstance(e, duckdb.CatalogException):
+        return CatalogError(f"Catalog {where!r} is not a complete perception-gap catalog ({detail}); re-index "
+                            f"into a new `--db`.")
+    if isinstance(e, (duckdb.IOException, duckdb.SerializationException, duckdb.PermissionException)):
+        return CatalogError(f"Catalog {where!r} cannot be read or written, it may be damaged or truncated "
+                            f"({detail}); restore a copy or re-index into a new `--db`.")
+    if isinstance(e, duckdb.TransactionException) and "could not" in detail.lower():
+        return CatalogError(f"Catalog {where!r} could not be written ({detail}).")
+    return None
+
+
+@contextmanager
+def catalog_faults(path: Path) -> Iterator[None]:
+    """Turn storage faults (a full disk, a damaged file, a missing table) into one `CatalogError`."""
+    try:
+        yield
+    except (duckdb.Error, OSError) as e:
+        err = _as_catalog_error(path, e)
+        if err is None:
+            raise
+        raise err from e
 
 
 def _in_session(method):
     @functools.wraps(method)
     def wrapper(self: Catalog, *args: Any, **kwargs: Any) -> Any:
-        with self.session():
+        with catalog_faults(self.path), self.session():
             return method(self, *args, **kwargs)
     return wrapper
 

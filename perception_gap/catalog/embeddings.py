@@ -8,7 +8,7 @@ from perception_gap.catalog.schema import SOURCE_COLUMNS, pa
 
 
 class EmbeddingsMixin:
-    """Cached embeddings; mixed into `Catalog`, which provides `con`."""
+    """Cached embeddings; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     # -- embeddings --------------------------------------------------------------------------
     def hashes_needing_embedding(self, set_names: list[str] | None, fingerprint: str) -> list[tuple[Any, ...]]:
@@ -37,8 +37,7 @@ class EmbeddingsMixin:
 
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         n, dim = vectors.shape if vectors.ndim == 2 else (0, 0)
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             if n:
                 offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
                 batch = pa.table({  # noqa: F841 (DuckDB reads it by name)
@@ -53,10 +52,6 @@ class EmbeddingsMixin:
                                "reason": pa.array([r for _, r in skips], pa.string())})
                 self.con.execute("INSERT OR IGNORE INTO embedding_skips SELECT content_hash, ?, reason FROM sk",
                                  [fingerprint])
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
 
     def load_embeddings(self, set_name: str, fingerprint: str) -> tuple[list[dict[str, Any]], "Any"]:
         """Usable frames of a set that have an embedding: (frame rows, (N, D) float32 array)."""

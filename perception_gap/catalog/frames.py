@@ -9,7 +9,7 @@ from perception_gap.errors import InputError
 
 
 class FramesMixin:
-    """Frame sets and their frames; mixed into `Catalog`, which provides `con`."""
+    """Frame sets and their frames; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     # -- frame sets --------------------------------------------------------------------------
     def ensure_set(self, name: str, domain: str, *, source: str | None = None,
@@ -51,16 +51,11 @@ class FramesMixin:
             return
         batch = arrow_table(rows, FRAME_COLUMNS, frame_types())  # noqa: F841 (DuckDB reads it by name)
         cols = ", ".join(FRAME_COLUMNS)
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             self.con.execute(
                 "DELETE FROM frames USING (SELECT set_name, rgb_path FROM batch) b "
                 "WHERE frames.set_name = b.set_name AND frames.rgb_path = b.rgb_path")
             self.con.execute(f"INSERT INTO frames ({cols}) SELECT {cols} FROM batch")
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
 
     def frames_at_paths(self, paths: list[str]) -> list[dict[str, Any]]:
         """Every column of the usable frames (of any set) whose RGB, depth or container file is in `paths`."""
@@ -87,11 +82,10 @@ class FramesMixin:
         if not paths:
             return
         tbl = pa.table({"rgb_path": pa.array(paths, pa.string())})  # noqa: F841
-        self.con.execute("BEGIN")
-        for table in ("frames", "annotations", "annotated_frames"):
-            self.con.execute(f"DELETE FROM {table} WHERE set_name = ? AND rgb_path IN (SELECT rgb_path FROM tbl)",
-                             [set_name])
-        self.con.execute("COMMIT")
+        with self._transaction():
+            for table in ("frames", "annotations", "annotated_frames"):
+                self.con.execute(f"DELETE FROM {table} WHERE set_name = ? AND rgb_path IN (SELECT rgb_path FROM tbl)",
+                                 [set_name])
 
     def depth_unit_gaps(self, set_name: str) -> tuple[int, int, str | None, list[str]]:
         """Usable frames with a declared depth unit: (how many lack a depth map, how many there are,
@@ -120,16 +114,11 @@ class FramesMixin:
 
     def replace_repeats(self, set_name: str, repeats: list[tuple[str, int, str]]) -> None:
         """Record the files a set's listing names more than once: (path, extra listings, reason)."""
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             self.con.execute("DELETE FROM listing_repeats WHERE set_name = ?", [set_name])
             if repeats:
                 self.con.executemany("INSERT INTO listing_repeats VALUES (?, ?, ?, ?)",
                                      [[set_name, p, n, r] for p, n, r in repeats])
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
 
     def listing_repeats(self, set_name: str) -> list[dict[str, Any]]:
         """Files listed more than once by a set's last listing: path, repeats (extra listings), reason."""

@@ -9,14 +9,13 @@ from perception_gap.catalog.schema import pa
 
 
 class RunsMixin:
-    """Stored runs and results; mixed into `Catalog`, which provides `con`."""
+    """Stored runs and results; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     # -- runs and results --------------------------------------------------------------------
     def record_run(self, kind: str, config: dict[str, Any], version: str,
                    results: list[dict[str, Any]]) -> int:
         """Store a run and its figures (scope, name, value, ci_low, ci_high, detail)."""
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             run_id = self.con.execute("INSERT INTO runs (kind, config, version) VALUES (?, ?, ?) RETURNING run_id",
                                       [kind, json.dumps(config), version]).fetchone()[0]
             if results:
@@ -31,10 +30,6 @@ class RunsMixin:
                                         for r in results], pa.string()),
                 })
                 self.con.execute("INSERT INTO results SELECT run_id, scope, name, value, ci_low, ci_high, detail::JSON FROM batch")
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
         return int(run_id)
 
     def run_history(self, kind: str) -> list[dict[str, Any]]:

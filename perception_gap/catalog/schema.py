@@ -7,6 +7,7 @@ renamed or re-indexed file is never recomputed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 from typing import Any, Iterable
 
@@ -137,6 +138,9 @@ CREATE TABLE IF NOT EXISTS results (
     detail JSON
 );
 """
+
+# every table the schema creates, in order
+TABLES = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA))
 
 FRAME_COLUMNS = (
     "set_name", "rgb_path", "pair_key", "episode", "step", "depth_path", "depth_unit",

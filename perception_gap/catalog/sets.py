@@ -40,7 +40,7 @@ class SetSummary:
 
 
 class SetsMixin:
-    """Listing, dropping and renaming sets; mixed into `Catalog`, which provides `con`."""
+    """Listing, dropping and renaming sets; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     def set_summaries(self) -> list[SetSummary]:
         """Every set with its frame counts (one query), by name."""
@@ -68,14 +68,9 @@ class SetsMixin:
         """
         self._require_set(name, "NAME")
         n = self.con.execute("SELECT count(*) FROM frames WHERE set_name = ?", [name]).fetchone()[0]
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             for table, col in SET_TABLES:
                 self.con.execute(f"DELETE FROM {table} WHERE {col} = ?", [name])
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
         return int(n)
 
     def rename_set(self, old: str, new: str) -> None:
@@ -87,15 +82,10 @@ class SetsMixin:
         if self.con.execute("SELECT 1 FROM frame_sets WHERE name = ?", [new]).fetchone() is not None:
             raise InputError(f"Expected NEW to be a name no set has, got {new!r} (a set of that name exists; "
                              f"`drop` it first).")
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             # the set's row first is impossible under the frames' key: copy it, move the rows, delete the old
             self.con.execute("INSERT INTO frame_sets SELECT ? AS name, * EXCLUDE (name) FROM frame_sets WHERE name = ?",
                              [new, old])
             for table, col in SET_TABLES[:-1]:
                 self.con.execute(f"UPDATE {table} SET {col} = ? WHERE {col} = ?", [new, old])
             self.con.execute("DELETE FROM frame_sets WHERE name = ?", [old])
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise

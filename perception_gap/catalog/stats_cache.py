@@ -21,7 +21,7 @@ def _stats_rows(items: list[tuple[str, Any, str | None]], names: tuple[str, ...]
 
 
 class StatsCacheMixin:
-    """Cached statistics keyed by content hash; mixed into `Catalog`, which provides `con`."""
+    """Cached statistics keyed by content hash; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     # -- statistics cache ----------------------------------------------------------------------
     def hashes_needing_stats(self, set_names: list[str]) -> list[tuple[str, str, str | None, int | None, str | None]]:
@@ -67,13 +67,8 @@ class StatsCacheMixin:
             types["mean"] = pa.float64()  # one number per depth map; per channel for images
         batch = arrow_table(rows, cols, types)  # noqa: F841 (DuckDB reads it by name)
         col_list = ", ".join(cols)
-        self.con.execute("BEGIN")
-        try:
+        with self._transaction():
             self.con.execute(f"INSERT OR REPLACE INTO {name} ({col_list}) SELECT {col_list} FROM batch")
-            self.con.execute("COMMIT")
-        except Exception:
-            self.con.execute("ROLLBACK")
-            raise
 
     def load_frames(self, set_name: str) -> list[dict[str, Any]]:
         """Usable frames of a set joined with their cached statistics (None where not cached)."""

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from perception_gap.catalog import DEFAULT_DB
-from perception_gap.commands.output import fail, say
+from perception_gap.commands.output import check_outputs, fail, say
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -15,6 +15,7 @@ def execute(args: argparse.Namespace) -> int:
     if args.inject is not None and args.inject not in INJECTIONS:
         return fail(f"demo: expected --inject in {', '.join(INJECTIONS)}, got {args.inject!r}.")
     out_dir = Path(args.out)
+    check_outputs(out_dir)
     db = args.db if args.db != DEFAULT_DB else str(out_dir / DEFAULT_DB)
     if Path(db).exists():
         Path(db).unlink()  # the demo rebuilds its data: start from a fresh catalog

@@ -8,6 +8,7 @@ from typing import Any
 
 from perception_gap.commands.output import (
     atomic_write_text,
+    check_outputs,
     dumps,
     encoder_names,
     fail,
@@ -46,6 +47,7 @@ def execute(args: argparse.Namespace) -> int:
     from perception_gap.workflows.drift_gates import load_config
 
     if args.history:
+        check_outputs(json_path=args.json)
         with Catalog(args.db, read_only=True, wait=args.wait) as cat:
             rows = drift_history(cat, args.baseline)
         if args.json:
@@ -57,6 +59,7 @@ def execute(args: argparse.Namespace) -> int:
     if missing:
         return fail(f"drift needs {', '.join(missing)} (or --history).")
     cfg = load_config(args.config)
+    check_outputs(args.out, args.json)
     if args.current_dir:
         rc = args.main(["index", args.current_dir, "--set", args.current, "--domain", args.domain, "--db", args.db, "-q"]
                   + (["--workers", str(args.workers)] if args.workers else []))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perception_gap.commands.output import atomic_write_text, dumps, fmt, progress_bar, say
+from perception_gap.commands.output import atomic_write_text, check_outputs, dumps, fmt, progress_bar, say
 
 
 def execute_encoders(args: argparse.Namespace) -> int:
     import encoders
 
+    check_outputs(json_path=args.json)
     infos = encoders.describe_encoders()
     if args.json:
         atomic_write_text(Path(args.json), dumps([

@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+from perception_gap.errors import OutputError
+
 
 def fail(message: str) -> int:
     print(f"perception-gap: error: {message}", file=sys.stderr)
@@ -33,20 +35,78 @@ def progress_bar(args: argparse.Namespace, desc: str) -> tuple[Callable[[int, in
     return update, bar.close
 
 
+def _nearest_existing(path: Path) -> Path:
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_folder(folder: Path, flag: str, given: str) -> None:
+    """`folder` is, or can be created as, a folder this process can write into."""
+    base = _nearest_existing(folder)
+    if not base.is_dir():
+        what = "is a file" if base == Path(given) else f"lies under the file {str(base)!r}"
+        kind = "a folder" if Path(given) == folder else "a file in a folder"
+        raise OutputError(f"Expected `{flag}` to name {kind}, got {given!r}, which {what}.")
+    try:  # write access as the kernel sees it (root ignores mode bits, not a read-only mount)
+        fd, probe = tempfile.mkstemp(prefix=".perception-gap-probe.", dir=base)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise OutputError(f"Cannot write `{flag}` {given!r}: {e.strerror or e} (in {str(base)!r}).") from None
+
+
+def check_outputs(out_dir: str | Path | None = None, json_path: str | Path | None = None,
+                  json_flag: str = "--json") -> None:
+    """Fail fast, before any analysis: `--out` can be a folder and `--json` a file, both writable.
+
+    Raises:
+        OutputError: naming the flag and what is wrong with the path.
+    """
+    if out_dir is not None:
+        _check_folder(Path(out_dir), "--out", str(out_dir))
+    if json_path:
+        j = Path(json_path)
+        if j.is_dir():
+            raise OutputError(f"Expected `{json_flag}` to name a file, got the directory {str(json_path)!r}.")
+        _check_folder(j.parent, json_flag, str(json_path))
+
+
+def write_files(files: list[tuple[Path, str]]) -> None:
+    """Write every file or none: each to a temp file beside it, then all renamed into place.
+
+    Readers see the old or the new content, never a partial one; a failure (a full disk)
+    before the renames leaves every target as it was.
+
+    Raises:
+        OutputError: a file cannot be written (the temp files are removed).
+    """
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, text in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            temps.append((tmp, path))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
+        for tmp, path in temps:
+            os.replace(tmp, path)
+    except BaseException as e:
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            names = ", ".join(str(p) for p, _ in files)
+            raise OutputError(f"Cannot write {names}: {e.strerror or e}; nothing was written "
+                              f"(files already there are kept as they were).") from None
+        raise
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write a file so readers see the old or the new content, never a partial one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_files([(path, text)])
 
 
 def json_default(o: Any) -> Any:
@@ -81,14 +141,13 @@ def fmt(x: Any, nd: int = 3) -> str:
 
 
 def write_outputs(res: dict[str, Any], out_dir: Path, json_path: str | None) -> None:
-    """results.json, the optional --json copy and report.html, each written atomically."""
-    text = dumps(res)
-    atomic_write_text(out_dir / "results.json", text)
-    if json_path:
-        atomic_write_text(Path(json_path), text)
-    from reports import write_report
+    """report.html, results.json and the optional --json copy: all of them or, on failure, none."""
+    from reports import render_report
 
-    write_report(json.loads(text), out_dir / "report.html")  # from the JSON form: what the report may read
+    text = dumps(res)
+    html = render_report(json.loads(text))  # from the JSON form: what the report may read
+    files = [(out_dir / "report.html", html), (out_dir / "results.json", text)]  # renamed in this order
+    write_files(files + ([(Path(json_path), text)] if json_path else []))
 
 
 def encoder_names(spec: list[str] | None) -> list[str] | None:

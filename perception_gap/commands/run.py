@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from perception_gap.commands.output import fmt, progress_bar, write_outputs
+from perception_gap.commands.output import check_outputs, fmt, progress_bar, write_outputs
 
 
 def _print_run(res: dict[str, Any], out_dir: Path) -> None:
@@ -37,6 +37,7 @@ def execute(args: argparse.Namespace) -> int:
 
     names = parse_encoder_list(args.encoders) if args.encoders else None
     out_dir = Path(args.out)
+    check_outputs(out_dir, args.json)
     progress, close = progress_bar(args, "run")
     with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:

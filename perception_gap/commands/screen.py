@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from perception_gap.commands.output import encoder_names, fmt, progress_bar, write_outputs
+from perception_gap.commands.output import check_outputs, encoder_names, fmt, progress_bar, write_outputs
 
 
 def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
@@ -35,6 +35,7 @@ def execute(args: argparse.Namespace) -> int:
 
     sims = [s for item in args.sim for s in item.split(",") if s]
     out_dir = Path(args.out)
+    check_outputs(out_dir, args.json)
     progress, close = progress_bar(args, "screen")
     with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perception_gap.commands.output import atomic_write_text, dumps
+from perception_gap.commands.output import atomic_write_text, check_outputs, dumps
 
 
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.catalog import Catalog
 
+    check_outputs(json_path=args.json)
     with Catalog(args.db, read_only=True, wait=args.wait) as cat:
         sets = cat.set_summaries()
     if args.json:

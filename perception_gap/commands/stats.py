@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from perception_gap.commands.output import atomic_write_text, dumps, fmt, progress_bar
+from perception_gap.commands.output import atomic_write_text, check_outputs, dumps, fmt, progress_bar
 
 
 def _print_stats(res: dict[str, Any]) -> None:
@@ -49,6 +49,7 @@ def execute(args: argparse.Namespace) -> int:
     from perception_gap.catalog import Catalog
     from perception_gap.workflows.stats import stats_job
 
+    check_outputs(json_path=args.json)
     progress, close = progress_bar(args, "stats")
     with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:

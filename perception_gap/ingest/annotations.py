@@ -141,12 +141,20 @@ def load_mask_categories(path: Path | None) -> dict[int, str] | None:
 
 
 def _read_mask(path: Path) -> np.ndarray:
-    from perception_gap.ingest.frames import decode_depth
+    """An (H, W) array of instance ids; FrameError saying what is wrong with the file otherwise."""
+    from perception_gap.ingest.frames import decode_depth, probe, read_bytes
 
-    a = decode_depth(path)  # single-channel integer image or array, own dtype
+    data = read_bytes(path)
+    header = probe(path, data)
+    if header.channels != 1:
+        raise FrameError(f"has {header.channels} channels ({header.mode}); an instance mask has one channel of "
+                         f"integer ids")
+    a = decode_depth(path, data)  # single-channel integer image or array, own dtype
     if not np.issubdtype(a.dtype, np.integer):
-        if not np.all(np.isfinite(a)) or not np.all(a == np.round(a)):
-            raise FrameError(f"instance mask of dtype {a.dtype} holds non-integer ids")
+        bad = ~np.isfinite(a) | (a != np.round(a))
+        if bad.any():
+            raise FrameError(f"holds {a.dtype} values that are not whole numbers (e.g. {a[bad].flat[0]:g}); an "
+                             f"instance mask holds integer ids")
         a = a.astype(np.int64)
     return a
 
@@ -163,6 +171,7 @@ def attach_masks(catalog: Catalog, mask_dir: Path, set_name: str, *,
         raise InputError(f"Unknown set {set_name!r} for --set; index its frames first.")
     rows: list[dict[str, Any]] = []
     unmatched: list[str] = []
+    unusable: list[str] = []  # mask files found but not usable, each with its reason
     covered: list[str] = []
     unlabelled: set[int] = set()
     n_clipped = n_dropped = n_unlabelled = 0
@@ -175,10 +184,10 @@ def attach_masks(catalog: Catalog, mask_dir: Path, set_name: str, *,
         try:
             mask = _read_mask(mask_path)
         except FrameError as e:
-            unmatched.append(f"{key} ({e})")
+            unusable.append(f"{mask_path.name}: {e}")
             continue
         if w and h and mask.shape != (h, w):
-            unmatched.append(f"{key} (mask {mask.shape[1]}x{mask.shape[0]} vs frame {w}x{h})")
+            unusable.append(f"{mask_path.name}: {mask.shape[1]}x{mask.shape[0]} pixels, its frame is {w}x{h}")
             continue
         covered.append(rgb_path)
         if categories is not None:  # ids the mapping lacks are dropped: count them, never silently
@@ -190,9 +199,12 @@ def attach_masks(catalog: Catalog, mask_dir: Path, set_name: str, *,
                          "area": b.area, "iscrowd": False})
     n_images = len(covered)
     if n_images == 0:
+        if unusable:  # masks found, but unusable: say why
+            raise InputError(f"No usable mask in {str(mask_dir)!r} for set {set_name!r}: {len(unusable)} found, none "
+                             f"usable; first: {unusable[0]}.")
         raise InputError(f"No mask in {str(mask_dir)!r} matches a frame of set {set_name!r} "
-                         f"(expected <pair key>.png, e.g. {(frames[0][1] if frames else 'frame')!r}.png).")
+                         f"(expected <pair key>.png, e.g. {(frames[0][1] if frames else 'frame') + '.png'!r}).")
     catalog.replace_annotations(set_name, GT, rows, covered)
     return AnnotationReport(set_name=set_name, source=GT, n_images=n_images, n_boxes=len(rows),
-                            n_clipped=n_clipped, n_dropped=n_dropped, unmatched=tuple(unmatched),
+                            n_clipped=n_clipped, n_dropped=n_dropped, unmatched=tuple(unmatched + unusable),
                             n_unlabelled=n_unlabelled, unlabelled_ids=tuple(sorted(unlabelled)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 import os
 import re
 from pathlib import Path
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 
 MANIFEST_REQUIRED = ("set", "domain", "rgb", "pair_key")
 MANIFEST_OPTIONAL = ("depth", "depth_unit", "episode", "step", "action", "proprio")
+STEP_MIN, STEP_MAX = -(2**63), 2**63 - 1  # the catalog stores steps as BIGINT
 
 
 def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -63,13 +65,14 @@ def _read_manifest_rows(path: Path) -> list[dict[str, Any]]:
     fd = _open_manifest(path)
     try:
         if ext == ".csv":
-            with open(fd, newline="", encoding="utf-8") as f:
+            # utf-8-sig: a byte-order mark is not part of the first column's name
+            with open(fd, newline="", encoding="utf-8-sig") as f:
                 reader = csv.DictReader(f)
                 _check_columns(path, list(reader.fieldnames or []))
                 return [dict(r) for r in reader]
         if ext in (".jsonl", ".ndjson"):
             rows = []
-            with open(fd, encoding="utf-8") as f:
+            with open(fd, encoding="utf-8-sig") as f:
                 for i, line in enumerate(f, 1):
                     if line.strip():
                         try:
@@ -94,6 +97,34 @@ def _read_manifest_rows(path: Path) -> list[dict[str, Any]]:
         raise InputError(f"Cannot read manifest {str(path)!r}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
 
 
+def _number(value: Any, what: str) -> float:
+    """One element of an action or proprio vector: a number (or its text), never null or a list."""
+    if isinstance(value, (bool, list, tuple, dict)) or value is None or value == "":
+        shown = "null" if value is None else json.dumps(value, default=str)[:40]
+        raise ValueError(f"{what} is {shown}, expected a number")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} is {str(value)[:40]!r}, expected a number") from None
+
+
+def _step(value: Any) -> int | None:
+    """The `step` column: a whole number within 64 bits (text such as `12` or `12.0` included)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"column 'step' is {str(value)[:40]!r} ({type(value).__name__}), expected a whole number")
+    try:
+        x = float(value) if not isinstance(value, int) else value
+    except ValueError:
+        raise ValueError(f"column 'step' is {str(value)[:40]!r}, expected a whole number") from None
+    if isinstance(x, float) and not (math.isfinite(x) and x == int(x)):
+        raise ValueError(f"column 'step' is {str(value)[:40]!r}, expected a whole number")
+    if not STEP_MIN <= int(x) <= STEP_MAX:
+        raise ValueError(f"column 'step' is {str(value)[:40]!r}, outside the 64-bit range of a step")
+    return int(x)
+
+
 def _vector(row: dict[str, Any], name: str) -> list[float] | None:
     """A manifest's `action` (JSON list) or `action_0..n` columns as floats; None if absent."""
     value = row.get(name)
@@ -105,14 +136,14 @@ def _vector(row: dict[str, Any], name: str) -> list[float] | None:
                 raise ValueError(f"column {name!r} is not a JSON list: {value[:40]!r}") from None
         if not isinstance(value, (list, tuple)):
             raise ValueError(f"column {name!r} is not a list")
-        return [float(v) for v in value]
+        return [_number(v, f"{name}[{i}]") for i, v in enumerate(value)]
     keys = sorted((k for k in row if re.fullmatch(rf"{name}_\d+", str(k))), key=lambda k: int(k.rsplit("_", 1)[1]))
     if not keys:
         return None
     vals = [row[k] for k in keys]
     if all(v in (None, "") for v in vals):
         return None
-    return [float(v) for v in vals]
+    return [_number(v, k) for k, v in zip(keys, vals)]
 
 
 def read_manifest(path: Path, *, root: Path | None = None) -> dict[tuple[str, str], list[FrameEntry]]:
@@ -163,8 +194,7 @@ def read_manifest(path: Path, *, root: Path | None = None) -> dict[tuple[str, st
         ep = row.get("episode")
         entry.episode = None if ep in (None, "") else str(ep)
         try:
-            step = row.get("step")
-            entry.step = None if step in (None, "") else int(float(step))
+            entry.step = _step(row.get("step"))
             entry.action = _vector(row, "action")
             entry.proprio = _vector(row, "proprio")
             unit = row.get("depth_unit")

@@ -12,6 +12,7 @@ from typing import Any
 from perception_gap import detection
 from perception_gap.catalog import Catalog
 from perception_gap.detection import Box
+from perception_gap.errors import InsufficientData
 from perception_gap.findings import Finding
 
 
@@ -26,13 +27,17 @@ SELF_INFLICTED_AP = 0.9
 
 
 def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: int = 0) -> tuple[dict[str, Any] | None, list[Finding]]:
-    """The `detection` part of results.json and its findings; (None, []) when no set has boxes."""
+    """The `detection` part of results.json and its findings; (None, []) when no set has boxes.
+
+    A figure that the boxes cannot give (ground truth with no object on one side) is listed under
+    `not_measurable` with its reason, and as an `insufficient_data` finding; the rest still stands.
+    """
     ann = {sim: catalog.load_annotations(sim), real: catalog.load_annotations(real)}
     if not ann[sim] and not ann[real]:
         return None, []
     sizes = {name: {p: (w, h) for p, _k, w, h in catalog.frame_sizes(name)} for name in (sim, real)}
     keys = {name: {p: k for p, k, _w, _h in catalog.frame_sizes(name)} for name in (sim, real)}
-    out: dict[str, Any] = {"sets": {}, "differences": {}, "flips": {}, "latching": {}}
+    out: dict[str, Any] = {"sets": {}, "differences": {}, "flips": {}, "latching": {}, "not_measurable": {}}
     findings: list[Finding] = []
     gts = {name: boxes_from_rows(ann[name]["gt"]) for name in (sim, real) if "gt" in ann[name]}
     for name in (sim, real):
@@ -44,7 +49,11 @@ def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: in
             if source == "gt":
                 continue
             dets = boxes_from_rows(per_frame)
-            summary = detection.coco_summary(gt, dets, {p: sizes[name][p] for p in gt if p in sizes[name]})
+            try:
+                summary = detection.coco_summary(gt, dets, {p: sizes[name][p] for p in gt if p in sizes[name]})
+            except InsufficientData as e:
+                out["not_measurable"][f"AP of {source!r} on {name!r}"] = str(e)
+                continue
             out["sets"][name][source] = summary.to_dict()
             out["latching"].setdefault(name, {})[source] = detection.latching(gt, dets).to_dict()
     real_by_key = {k: p for p, k in keys[real].items()}
@@ -57,7 +66,11 @@ def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: in
             continue
         flips = detection.pair_flips(gts[sim], ds, gts[real], dr, pp, sizes={**sizes[sim], **sizes[real]})
         out["flips"][source] = flips.to_dict()
-        diff = detection.ap_difference_ci(gts[sim], ds, gts[real], dr, pp, random_state=random_state)
+        try:
+            diff = detection.ap_difference_ci(gts[sim], ds, gts[real], dr, pp, random_state=random_state)
+        except InsufficientData as e:  # e.g. ground truth with no box on one side: the rest still stands
+            out["not_measurable"][f"sim-vs-real AP difference of {source!r}"] = str(e)
+            continue
         d = diff.to_dict()
         out["differences"][source] = d
         ap_s, ap_r = out["sets"][sim][source].get("AP"), out["sets"][real][source].get("AP")
@@ -86,5 +99,10 @@ def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: in
                     action="Train the policy on detector output in sim (run the detector in the loop), or give the "
                            "hardware policy the same interface as in sim; this gap is self-inflicted.",
                     score=float(SELF_INFLICTED_AP - ap)))
+    findings.extend(Finding(
+        code="insufficient_data", severity="info", title=f"Detection {what} not computed: {reason}",
+        evidence={"metric": f"detection {what}", "reason": reason},
+        action="Give ground-truth boxes on both sides (at least one object in the paired frames of each).",
+        score=0.0) for what, reason in sorted(out["not_measurable"].items()))
     return out, findings
 

@@ -77,6 +77,10 @@ def load_config(path: str | Path | None) -> dict[str, dict[str, Any]]:
             user = tomllib.load(fh)
     except FileNotFoundError:
         raise InputError(f"Drift config {str(p)!r} does not exist.") from None
+    except IsADirectoryError:
+        raise InputError(f"Expected `--config` to be a TOML file, got the directory {str(p)!r}.") from None
+    except OSError as e:
+        raise InputError(f"Cannot read drift config {str(p)!r}: {e.strerror or e}.") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"Drift config {str(p)!r} is not valid TOML: {str(e).splitlines()[0]}") from None
     for table, values in user.items():
