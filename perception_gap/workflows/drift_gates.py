@@ -144,9 +144,11 @@ def _cluster_resample_stat(values: np.ndarray, labels: np.ndarray, stat, n_boot:
 
 
 def _labels(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
-    from perception_gap.metrics.resampling import cluster_labels
+    """Bootstrap clusters: episodes, or contiguous blocks within them when there are fewer than
+    `MIN_EPISODES` (a one-episode side would otherwise give every replicate the same value)."""
+    from perception_gap.metrics.resampling import resampling_labels
 
-    return cluster_labels(episodes, n)
+    return resampling_labels(episodes, n)
 
 
 def _interval(reps: np.ndarray, estimate: float, level: float) -> tuple[float, float]:

@@ -109,8 +109,12 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
         return entry
     ep_r = [m["episode"] for m in meta_r]
     grp_s, grp_r = _groups(meta_s, meta_r), _groups(meta_r, meta_s)
+    real_index = {m["pair_key"]: i for i, m in enumerate(meta_r)}
+    pairs = np.asarray([(i, real_index[m["pair_key"]]) for i, m in enumerate(meta_s) if m["pair_key"] in real_index],
+                       dtype=np.int64).reshape(-1, 2)
+    # pairs matter when a side has few episodes: resampling then draws or swaps matched pairs
     cd = _try(insufficient, "centroid distance", lambda: centroid_distance_ci(
-        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state))
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs))
     if cd is not None:
         entry["centroid_distance"] = cd.value
         entry["centroid_distance_norm"] = cd.value_norm
@@ -120,9 +124,6 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
     if nf is not None:
         entry["noise_floor"] = nf.value_norm
         entry["noise_floor_method"] = nf.method
-    real_index = {m["pair_key"]: i for i, m in enumerate(meta_r)}
-    pairs = np.asarray([(i, real_index[m["pair_key"]]) for i, m in enumerate(meta_s) if m["pair_key"] in real_index],
-                       dtype=np.int64).reshape(-1, 2)
     if len(pairs):
         pc = _try(insufficient, "paired cosine", lambda: paired_cosine(emb_s, emb_r, pairs, random_state=random_state))
         if pc is not None:
@@ -140,12 +141,12 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
         insufficient["paired cosine"] = "no sim and real frames share a pair key"
     entry["pca_2d"] = _pca_2d(emb_s, emb_r, random_state)
     auc = _try(insufficient, "domain AUC", lambda: domain_auc(
-        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state))
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs))
     entry["domain_auc"] = auc.value if auc is not None else None
     mm = _try(insufficient, "MMD", lambda: mmd(emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r,
-                                                        random_state=random_state))
+                                                        random_state=random_state, pairs=pairs))
     entry["mmd"] = {"value": mm.value, "p_value": mm.p_value, "bandwidth": mm.bandwidth,
-                    "n_permutations": mm.n_permutations} if mm is not None else None
+                    "n_permutations": mm.n_permutations, "permutation": mm.permutation} if mm is not None else None
     y_s, key_s = _targets(meta_s)
     y_r, key_r = _targets(meta_r)
     if y_s is not None and y_r is not None and key_s == key_r and y_s.shape[1] == y_r.shape[1]:
