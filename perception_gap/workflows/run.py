@@ -26,7 +26,14 @@ from perception_gap.metrics import (
     pair_cosine_distances,
     paired_cosine,
 )
-from perception_gap.ranking import EncoderScore, clip_band, rank_encoders
+from perception_gap.ranking import (
+    EncoderScore,
+    clip_band,
+    is_reference,
+    probe_informative,
+    rank_encoders,
+    ranking_basis,
+)
 from perception_gap.version import __version__
 from perception_gap.workflows.detection import detection_results
 from perception_gap.workflows.stats import stats_job
@@ -164,19 +171,27 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
 
 
 def _rank(entries: list[dict[str, Any]]) -> None:
+    """Rank, Pareto front, probe_informative and ranking_basis on every entry; the pixel baseline is
+    a reference row (`reference` True, `rank` None, `ranking_basis` "reference")."""
     scores = []
     for e in entries:
+        probe = e.get("probe") or {}
+        e["probe_informative"] = probe_informative(probe.get("sim_to_sim"))
+        e["reference"] = is_reference(e.get("family"))
         cd = e.get("centroid_distance_norm")
-        if cd is None:
+        e["gap_above_floor"] = None if cd is None else cd - e["noise_floor"] if e.get("noise_floor") is not None else cd
+        e["ranking_basis"] = "reference" if e["reference"] else None
+        if cd is None or e["reference"]:
             continue
-        gap = cd - e["noise_floor"] if e.get("noise_floor") is not None else cd
-        scores.append(EncoderScore(name=e["name"], gap=gap, probe=(e.get("probe") or {}).get("sim_to_real")))
+        score = EncoderScore(name=e["name"], gap=e["gap_above_floor"], probe=probe.get("sim_to_real"),
+                             probe_informative=e["probe_informative"] is not False)
+        e["ranking_basis"] = ranking_basis(score)
+        scores.append(score)
     ranked = {r.name: r for r in rank_encoders(scores)}
     for e in entries:
         r = ranked.get(e["name"])
         e["rank"] = r.rank if r else None
         e["pareto_front"] = r.on_front if r else None
-        e["gap_above_floor"] = next((s.gap for s in scores if s.name == e["name"]), None)
 
 
 def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
@@ -218,7 +233,7 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] |
         entry["skipped"] = catalog.embedding_skip_reasons(sim, enc.fingerprint) + catalog.embedding_skip_reasons(real, enc.fingerprint)
         entries.append(entry)
     _rank(entries)
-    entries.sort(key=lambda e: (e["rank"] is None, e["rank"] or 0, e["name"]))
+    entries.sort(key=lambda e: (e["rank"] is None, e["reference"], e["rank"] or 0, e["name"]))
     stats_findings = [Finding(**{k: f[k] for k in ("code", "severity", "title", "evidence", "action", "score")})
                       for f in res["findings"]]
     det, det_findings = detection_results(catalog, sim, real, random_state=random_state)
