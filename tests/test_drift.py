@@ -250,7 +250,10 @@ def camera(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("camera")
     frames = _camera_frames(shared_data_dir())
     rng = np.random.default_rng(0)
-    same_size = [i for i, im in enumerate(frames) if im.size == frames[0].size]
+    from collections import Counter
+
+    usual = Counter((im.size, im.mode) for im in frames).most_common(1)[0][0]
+    same_size = [i for i, im in enumerate(frames) if (im.size, im.mode) == usual]  # one camera, one format
     sets = {
         "base": frames, "copy": frames,
         "noise2": [_modified(im, lambda a: a + rng.normal(0, 2, a.shape)) for im in frames],
@@ -337,3 +340,16 @@ def test_config_ranges_are_checked(tmp_path, text, capsys):
     err = capsys.readouterr().err.strip()
     table, key = text.split("\n")[0].strip("[]"), text.split("\n")[1].split(" =")[0]
     assert rc == 2 and len(err.splitlines()) == 1 and f"[{table}] {key} must be" in err, err
+
+
+def test_shift_gate_pairs_cancel_shared_scenes():
+    """Current frames of the baseline's own scenes, 0.4 brighter: unpaired, the scene-to-scene spread
+    widens the interval; drawn with their twins, it cancels and the interval is tight around 0.4."""
+    rng = np.random.default_rng(3)
+    base = rng.normal(0, 1.0, (60, 1))  # 60 very different scenes
+    cur = base + 0.4 + rng.normal(0, 0.01, (60, 1))
+    alone = drift.shift_gate("x", base, cur, None, None, 0.25)
+    paired = drift.shift_gate("x", base, cur, None, None, 0.25, pairs=np.c_[np.arange(60), np.arange(60)])
+    assert paired.value == alone.value == pytest.approx(float(np.median(cur) - np.median(base)))
+    assert alone.passed and not paired.passed  # the same change: only the pairing shows it is > 0.25
+    assert paired.ci["high"] - paired.ci["low"] < 0.3 * (alone.ci["high"] - alone.ci["low"])

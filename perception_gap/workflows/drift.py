@@ -116,15 +116,19 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
 
     if on("format"):
         gates.append(dr.format_gate(st[baseline], st[current], float(cfg["format"]["max_fraction"])))
+    # current frames of the baseline's scenes (matched by pair key) are drawn with their twins
+    base_index = {f.pair_key: i for i, f in enumerate(img[baseline])}
+    pairs = np.asarray([(base_index[f.pair_key], j) for j, f in enumerate(img[current]) if f.pair_key in base_index],
+                       dtype=np.int64).reshape(-1, 2)
     kw = dict(n_boot=n_boot, ci=level, random_state=seed)
     if on("channel_shift"):
         gates.append(dr.shift_gate("channel_shift", dr.exposure_matrix(st[baseline]), dr.exposure_matrix(st[current]),
                                    eps[baseline], eps[current], float(cfg["channel_shift"]["max_stops"]),
-                                   labels=["R", "G", "B"], **kw))
+                                   labels=["R", "G", "B"], pairs=pairs, **kw))
     if on("sharpness"):
         gates.append(dr.shift_gate("sharpness", dr.sharpness_vector(st[baseline]), dr.sharpness_vector(st[current]),
                                    eps[baseline], eps[current], float(cfg["sharpness"]["max_log2"]),
-                                   labels=["log2 sharpness"], **kw))
+                                   labels=["log2 sharpness"], pairs=pairs, **kw))
     if on("depth_dropout"):
         t = float(cfg["depth_dropout"]["max_increase"])
         dep = {n: [f for f in rec[n].frames if f.depth is not None] for n in rec}

@@ -184,6 +184,32 @@ def _cluster_resample_stat(values: np.ndarray, labels: np.ndarray, stat, n_boot:
     return np.asarray(out)
 
 
+def _paired_resample_stat(base: np.ndarray, cur: np.ndarray, base_labels: np.ndarray, pairs: np.ndarray, stat,
+                          n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Replicates of stat on both sides when current frames match baseline frames (pairs (P, 2) of
+    (i_base, i_cur)): a paired current frame belongs to its baseline twin's cluster, unpaired ones
+    to clusters of their own, and one draw of clusters serves both sides, so the scenes shared by
+    both sides cancel in the difference."""
+    from perception_gap.metrics.resampling import check_pairs
+
+    p = check_pairs(pairs, len(base), len(cur))
+    g_b = int(base_labels.max()) + 1
+    cur_labels = np.full(len(cur), -1)
+    cur_labels[p[:, 1]] = base_labels[p[:, 0]]
+    lone = cur_labels < 0  # unpaired current frames: one cluster each, numbered after the baseline's
+    cur_labels[lone] = g_b + np.arange(int(lone.sum()))
+    g = g_b + int(lone.sum())
+    out_b, out_c = [], []
+    for _ in range(n_boot):
+        w = np.bincount(rng.integers(g, size=g), minlength=g)
+        rows_b, rows_c = np.repeat(np.arange(len(base)), w[base_labels]), np.repeat(np.arange(len(cur)), w[cur_labels])
+        if len(rows_b) == 0 or len(rows_c) == 0:
+            continue
+        out_b.append(stat(base[rows_b]))
+        out_c.append(stat(cur[rows_c]))
+    return np.asarray(out_b), np.asarray(out_c)
+
+
 def _labels(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
     """Bootstrap clusters: episodes, or contiguous blocks within them when there are fewer than
     `MIN_EPISODES` (a one-episode side would otherwise give every replicate the same value)."""
@@ -201,11 +227,13 @@ def _interval(reps: np.ndarray, estimate: float, level: float) -> tuple[float, f
 def shift_gate(name: str, base: np.ndarray, cur: np.ndarray, base_eps: Sequence[Hashable] | None,
                cur_eps: Sequence[Hashable] | None, threshold: float, *, labels: Sequence[str] | None = None,
                reducer: str = "median", one_sided: bool = False, n_boot: int = N_BOOT, ci: float = 0.95,
-               random_state: int = 0) -> Gate:
+               random_state: int = 0, pairs: np.ndarray | None = None) -> Gate:
     """A change of a per-frame quantity (N, C) between baseline and current, per column.
 
     The change of column c is reducer(cur[:, c]) - reducer(base[:, c]); its interval comes from
-    a cluster bootstrap of each side (episodes, or blocks of consecutive frames). The gate
+    a cluster bootstrap of each side (episodes, or blocks of consecutive frames; blocks within
+    episodes when there are fewer than 5). With `pairs` (P, 2) of (i_base, i_cur) (current
+    frames of the same scenes, matched by pair key) one draw serves both sides. The gate
     reports the column with the largest |change| and fails when that column's interval lies
     entirely beyond +-threshold (only above +threshold when `one_sided`).
     """
@@ -216,8 +244,11 @@ def shift_gate(name: str, base: np.ndarray, cur: np.ndarray, base_eps: Sequence[
     red = np.median if reducer == "median" else np.mean
     f = lambda a: red(a, axis=0)  # noqa: E731
     rng = np.random.default_rng(random_state)
-    rb = _cluster_resample_stat(base, _labels(base_eps, len(base)), f, n_boot, rng)
-    rc = _cluster_resample_stat(cur, _labels(cur_eps, len(cur)), f, n_boot, rng)
+    if pairs is not None and len(pairs):
+        rb, rc = _paired_resample_stat(base, cur, _labels(base_eps, len(base)), np.asarray(pairs), f, n_boot, rng)
+    else:
+        rb = _cluster_resample_stat(base, _labels(base_eps, len(base)), f, n_boot, rng)
+        rc = _cluster_resample_stat(cur, _labels(cur_eps, len(cur)), f, n_boot, rng)
     est = f(cur) - f(base)
     reps = rc - rb
     cols = labels or [str(i) for i in range(base.shape[1])]
