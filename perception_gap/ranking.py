@@ -4,6 +4,12 @@ An encoder can "win" on distance by discarding everything; the probe says whethe
 the policy needs. So neither number alone ranks encoders: an encoder is on the front when no
 other one is both closer (sim to real) and at least as predictive, and encoders are ranked by
 front layer (repeated non-dominated sorting), then by gap.
+
+A probe only ranks when it says something: when an encoder's sim->sim probe R^2 is <= 0 (a
+linear read-out cannot even predict sim actions from sim frames: too few episodes, or targets
+the frames do not show), its sim->real R^2 is noise, and the comparisons that involve it use
+the gap alone (`ranking_basis`). The weights-free pixel baseline (family `pixel`) is a
+reference row: reported beside the ranking, never ranked (`is_reference`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,30 @@ class EncoderScore:
     name: str
     gap: float
     probe: float | None = None
+    probe_informative: bool = True
+
+    @property
+    def uses_probe(self) -> bool:
+        """True when the probe takes part in the ranking: it exists and is informative."""
+        return self.probe is not None and self.probe_informative
+
+
+REFERENCE_FAMILIES = ("pixel",)
+
+
+def is_reference(family: str | None) -> bool:
+    """True for encoder families shown as a reference row and never ranked (the pixel baseline)."""
+    return family in REFERENCE_FAMILIES
+
+
+def probe_informative(sim_to_sim: float | None) -> bool | None:
+    """False when the sim->sim probe R^2 is <= 0 (the probe explains nothing), None without a probe."""
+    return None if sim_to_sim is None else sim_to_sim > 0
+
+
+def ranking_basis(score: EncoderScore) -> str:
+    """`gap and probe` when the encoder's probe takes part in the ranking, else `gap alone`."""
+    return "gap and probe" if score.uses_probe else "gap alone"
 
 
 @dataclass(frozen=True)
@@ -44,9 +74,11 @@ class RankedEncoder:
 
 
 def _dominates(a: EncoderScore, b: EncoderScore) -> bool:
-    """a is at least as good as b on both axes and strictly better on one (missing probe = -inf)."""
-    pa = a.probe if a.probe is not None else -math.inf
-    pb = b.probe if b.probe is not None else -math.inf
+    """a is at least as good as b on both axes and strictly better on one; when either probe is
+    missing or uninformative, a has the smaller gap."""
+    if not (a.uses_probe and b.uses_probe):
+        return a.gap < b.gap
+    pa, pb = float(a.probe), float(b.probe)  # type: ignore[arg-type]
     return a.gap <= b.gap and pa >= pb and (a.gap < b.gap or pa > pb)
 
 
@@ -66,7 +98,7 @@ def rank_encoders(scores: list[EncoderScore]) -> list[RankedEncoder]:
     out = []
     rank = 1
     for layer_no, layer in enumerate(pareto_layers(scores)):
-        ordered = sorted(layer, key=lambda s: (s.gap, -(s.probe if s.probe is not None else -math.inf), s.name))
+        ordered = sorted(layer, key=lambda s: (s.gap, -(s.probe if s.uses_probe else -math.inf), s.name))
         for s in ordered:
             out.append(RankedEncoder(name=s.name, rank=rank, layer=layer_no, on_front=layer_no == 0))
             rank += 1

@@ -93,7 +93,8 @@ def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
     pc, mmd, probe = _d(e.get("paired_cosine")), _d(e.get("mmd")), _d(e.get("probe"))
     pre = {k: v for k, v in _d(e.get("preprocessing")).items()}
     return {
-        "rank": e.get("rank"), "front": bool(e.get("pareto_front")), "name": e.get("name"),
+        "rank": "reference" if e.get("reference") else e.get("rank"), "front": bool(e.get("pareto_front")),
+        "name": e.get("name"), "basis": e.get("ranking_basis"), "probe_uninformative": e.get("probe_informative") is False,
         "family": e.get("family"), "dim": e.get("dim"),
         "cd": num(e.get("centroid_distance_norm")), "cd_ci": ci(c.get("low"), c.get("high"), c.get("level")),
         "floor": num(e.get("noise_floor")), "floor_method": e.get("noise_floor_method"),

@@ -104,12 +104,12 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <div class="wide"><table id="ranking">
 <tr><th>rank</th><th>front</th><th>encoder</th><th>family</th><th>dim</th><th>centroid dist. (norm) [CI]</th><th>noise floor</th><th>gap above floor</th><th>domain AUC</th><th>MMD (p)</th><th>paired cosine mean / shuffled</th><th>probe R² sim&rarr;sim</th><th>real&rarr;real</th><th>sim&rarr;real</th></tr>
 {% for e in encoders %}
-<tr class="enc-row"><td class="n">{{ e.rank }}</td><td>{% if e.front %}<span class="front" title="Pareto front">&#9733;</span>{% endif %}</td>
+<tr class="enc-row"><td class="n">{{ e.rank }}{% if e.basis == "gap alone" %} <span class="muted" title="ranked on the gap alone">(gap alone)</span>{% endif %}</td><td>{% if e.front %}<span class="front" title="Pareto front">&#9733;</span>{% endif %}</td>
 <td class="mono">{{ e.name }}</td><td>{{ e.family }}</td><td class="n">{{ e.dim }}</td>
 <td class="n">{{ e.cd }} {{ e.cd_ci }}</td><td class="n">{{ e.floor }}{% if e.floor_method %} <span class="muted">({{ e.floor_method }})</span>{% endif %}</td>
 <td class="n">{{ e.gap }}</td><td class="n">{{ e.auc }}</td><td class="n">{{ e.mmd }} ({{ e.mmd_p }})</td>
 <td class="n">{{ e.pc }} / {{ e.pc_shuffled }}{% if e.clip_band %} <span class="badge sev-info">{{ e.clip_band }}</span>{% endif %}</td>
-<td class="n">{{ e.p_ss }}</td><td class="n">{{ e.p_rr }}</td><td class="n">{{ e.p_sr }}</td></tr>
+<td class="n">{{ e.p_ss }}{% if e.probe_uninformative %} <span class="badge sev-info" title="sim-to-sim R² <= 0: the probe explains nothing and does not rank this encoder">uninformative</span>{% endif %}</td><td class="n">{{ e.p_rr }}</td><td class="n">{{ e.p_sr }}</td></tr>
 {% endfor %}
 </table></div>
 {% if encoders_more %}<p class="muted">&hellip; {{ encoders_more }} more encoders not shown.</p>{% endif %}

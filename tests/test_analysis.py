@@ -15,22 +15,43 @@ from perception_gap.catalog import Catalog
 from perception_gap.diagnoses.perception import perception_findings
 from perception_gap.findings import Finding
 from perception_gap.ingest import index_manifest
-from perception_gap.ranking import EncoderScore, clip_band, pareto_layers, rank_encoders
+from perception_gap.ranking import (
+    EncoderScore,
+    clip_band,
+    is_reference,
+    pareto_layers,
+    probe_informative,
+    rank_encoders,
+    ranking_basis,
+)
 from perception_gap.workflows.run import run_job
 
 # -- ranking: known answers ---------------------------------------------------------------------
 
 def test_pareto_front_and_rank():
     scores = [EncoderScore("a", gap=0.10, probe=0.9), EncoderScore("b", gap=0.05, probe=0.5),
-              EncoderScore("c", gap=0.20, probe=0.4),  # dominated by a (farther and worse probe)
-              EncoderScore("d", gap=0.01, probe=None)]  # closest but no probe: still undominated on gap
+              EncoderScore("c", gap=0.20, probe=0.4)]  # dominated by a (farther and worse probe)
     layers = pareto_layers(scores)
-    assert {s.name for s in layers[0]} == {"a", "b", "d"} and [s.name for s in layers[1]] == ["c"]
+    assert {s.name for s in layers[0]} == {"a", "b"} and [s.name for s in layers[1]] == ["c"]
     ranked = rank_encoders(scores)
-    assert [r.name for r in ranked] == ["d", "b", "a", "c"]
-    assert [r.rank for r in ranked] == [1, 2, 3, 4] and not ranked[-1].on_front
+    assert [r.name for r in ranked] == ["b", "a", "c"]
+    assert [r.rank for r in ranked] == [1, 2, 3] and not ranked[-1].on_front
     # order of input does not matter
-    assert [r.name for r in rank_encoders(scores[::-1])] == ["d", "b", "a", "c"]
+    assert [r.name for r in rank_encoders(scores[::-1])] == ["b", "a", "c"]
+
+
+def test_uninformative_probe_ranks_on_gap_alone():
+    """A probe with sim->sim R^2 <= 0 (or none) does not rank: comparisons with it use the gap alone."""
+    a, b = EncoderScore("a", gap=0.10, probe=0.9), EncoderScore("b", gap=0.05, probe=0.5)
+    u = EncoderScore("u", gap=0.07, probe=-3.0, probe_informative=probe_informative(-0.2))
+    assert probe_informative(-0.2) is False and probe_informative(0.3) is True and probe_informative(None) is None
+    ranked = rank_encoders([a, b, u])
+    # u beats a on gap (its poor probe does not count), b beats u on gap; a and b stay a front
+    assert [r.name for r in ranked] == ["b", "u", "a"]
+    assert [ranking_basis(s) for s in (a, u, EncoderScore("n", gap=0.1))] == ["gap and probe", "gap alone", "gap alone"]
+    # as a probe, -3.0 would have put u behind a (a dominates nothing, u dominated by b): the flag matters
+    assert [r.name for r in rank_encoders([a, b, EncoderScore("u", gap=0.07, probe=-3.0)])] == ["b", "a", "u"]
+    assert is_reference("pixel") and not is_reference("imagenet")
 
 
 def test_clip_bands():
@@ -122,7 +143,9 @@ def test_run_clean_pair_contract_and_storage(tmp_path):
         assert key in e, key
     assert set(e["paired_cosine"]) >= {"mean", "median", "p90", "shuffled_mean"}
     assert set(e["probe"]) >= {"sim_to_sim", "real_to_real", "sim_to_real"}
-    assert e["rank"] == 1 and e["noise_floor_method"] == "episodes"
+    # the pixel baseline is a reference row, never ranked
+    assert e["rank"] is None and e["reference"] and e["ranking_basis"] == "reference"
+    assert e["noise_floor_method"] == "episodes" and e["probe_informative"] is True
     hist = e["paired_cosine"]["histogram"]
     assert sum(hist["counts"]) == e["paired_cosine"]["n_pairs"] and len(hist["edges"]) == len(hist["counts"]) + 1
     assert len(e["pca_2d"]["sim"]) == 48 and len(e["pca_2d"]["real"][0]) == 2

@@ -193,7 +193,8 @@ def _null_checks(stats, embs: dict[str, np.ndarray], n_splits: int, seed: int) -
                                   cfg["sharpness"]["max_log2"], random_state=k)]
         for name, e in embs.items():
             gates.append(drift.embedding_gate(f"embedding:{name}", e[b], e[c], None, None, cfg["embedding"]["max_ratio"]))
-            gates.append(drift.auc_gate(f"domain_auc:{name}", e[b], e[c], None, None, cfg["domain_auc"]["max_auc"]))
+            gates.append(drift.auc_gate(f"domain_auc:{name}", e[b], e[c], None, None, cfg["domain_auc"]["max_auc"],
+                                        min_ratio=cfg["domain_auc"]["min_ratio"]))
         out.append({g.name for g in gates if g.status == "failed"})
     return out
 
@@ -218,3 +219,137 @@ def test_default_thresholds_false_alarm_rate(shared_data):
     rate = len(alarms) / len(checks)
     print(f"false-alarm rate {rate:.3f} over {len(checks)} real-vs-real checks; alarms: {alarms}")
     assert rate <= 0.05
+
+
+# -- what is not drift: an identical copy, a split of one camera, sigma-2 sensor noise ---------------------
+
+def _camera_frames(shared_data_dir: Path) -> list[Image.Image]:
+    """The 60 real SimplerEnv frames (RGBA, RGB and one 1-bit frame: the baseline's own odd format),
+    or, without the shared data, 40 generated frames plus one greyscale frame."""
+    paths = sorted((shared_data_dir / "simpler" / "real").rglob("*.png")) if shared_data_dir.is_dir() else []
+    if paths:
+        return [Image.open(p) for p in paths]
+    rng = np.random.default_rng(4)
+    frames = [Image.fromarray(render(s, 1.0, 0.01, rng)) for s in scenes(40, seed=21)]
+    return frames + [frames[0].convert("L")]
+
+
+def _modified(im: Image.Image, fn) -> Image.Image:
+    """fn applied to the RGB channels in float (alpha and non-colour frames kept as they are)."""
+    if im.mode not in ("RGB", "RGBA"):
+        return im
+    a = np.asarray(im).astype(np.float64)
+    a[..., :3] = np.clip(np.round(fn(a[..., :3])), 0, 255)
+    return Image.fromarray(a.astype(np.uint8), im.mode)
+
+
+@pytest.fixture(scope="module")
+def camera(tmp_path_factory):
+    from conftest import shared_data_dir
+
+    tmp = tmp_path_factory.mktemp("camera")
+    frames = _camera_frames(shared_data_dir())
+    rng = np.random.default_rng(0)
+    from collections import Counter
+
+    usual = Counter((im.size, im.mode) for im in frames).most_common(1)[0][0]
+    same_size = [i for i, im in enumerate(frames) if (im.size, im.mode) == usual]  # one camera, one format
+    sets = {
+        "base": frames, "copy": frames,
+        "noise2": [_modified(im, lambda a: a + rng.normal(0, 2, a.shape)) for im in frames],
+        "bright": [_modified(im, lambda a: 255 * np.clip((a / 255) ** 2.2 * 1.32, 0, 1) ** (1 / 2.2)) for im in frames],
+        "half_a": [frames[i] for i in same_size[0::2]], "half_b": [frames[i] for i in same_size[1::2]],
+    }
+    db = str(tmp / "cam.duckdb")
+    for name, ims in sets.items():
+        (tmp / name).mkdir()
+        for i, im in enumerate(ims):
+            im.save(tmp / name / f"f{i:03d}.png")
+        assert cli.main(["index", str(tmp / name), "--set", name, "--domain", "real", "--db", db, "-q"]) == 0
+    return tmp, db
+
+
+@pytest.mark.parametrize("baseline, current, code", [("base", "copy", 0), ("half_a", "half_b", 0),
+                                                     ("base", "noise2", 0), ("base", "bright", 1)])
+def test_not_drift_passes_and_brightness_fails(camera, baseline, current, code):
+    """The issue's must-hold, through the CLI: exit 0 for an identical copy (whose baseline holds an
+    odd-format frame), a disjoint split of one camera and sigma-2 noise; exit 1 for x1.32 brightness."""
+    from perception_gap.embed import default_encoders
+
+    tmp, db = camera
+    encs = "efficientnet-lite0,pixel" if "efficientnet-lite0" in default_encoders() else "pixel"
+    out = tmp / f"out_{current}"
+    rc = cli.main(["drift", "--baseline", baseline, "--current", current, "--encoders", encs, "--out", str(out),
+                   "--db", db, "-q"])
+    res = json.loads((out / "results.json").read_text())
+    assert rc == code, _failed(res)
+    gates = {g["name"]: g for g in res["drift"]["gates"]}
+    if current == "copy":
+        fmt = gates["format"]["detail"]
+        assert gates["format"]["value"] == 0.0 and fmt["current_share"] == fmt["baseline_share"] > 0
+    if current == "bright":
+        assert _failed(res) == {"channel_shift"}
+        assert gates["channel_shift"]["value"] == pytest.approx(np.log2(1.32), abs=0.05)
+    if current == "noise2" and "domain_auc:efficientnet-lite0" in gates:
+        g = gates["domain_auc:efficientnet-lite0"]  # detectable (AUC over the limit) but small: passes
+        assert g["value"] > g["threshold"] and g["detail"]["effect_ratio"] < g["detail"]["min_ratio"]
+
+
+def test_format_gate_reads_the_baselines_own_share():
+    a = image_stats_pil(Image.new("RGB", (64, 48)))
+    gray = image_stats_pil(Image.new("L", (64, 48)))
+    base = [a] * 59 + [gray]
+    assert drift.format_gate(base, base, 0.01).passed  # the same share: no drift
+    g = drift.format_gate(base, [a] * 57 + [gray] * 3, 0.01)  # 5% against 1.7%: could be chance
+    assert g.passed and g.detail["p_value"] == pytest.approx(drift.binomial_tail(3, 60, 1 / 60))
+    g = drift.format_gate(base, [a] * 40 + [gray] * 20, 0.01)
+    assert not g.passed and g.value == pytest.approx(20 / 60 - 1 / 60)
+    assert not drift.format_gate([a] * 60, [a] * 59 + [gray], 0.01).passed  # a new format: any frame counts
+    # the tail against a closed form: P(X >= 1) = 1 - (1 - p)^n
+    assert drift.binomial_tail(1, 30, 0.1) == pytest.approx(1 - 0.9 ** 30)
+
+
+def test_auc_gate_needs_an_effect_above_the_floor():
+    """The same scenes with a consistent shift along a direction the scenes do not vary in: the
+    classifier detects a small one; the gate fails only once the shift is large next to the floor."""
+    rng = np.random.default_rng(2)
+    w = rng.normal(0, 3, (8, 64))
+    scenes_ = rng.normal(0, 1, (200, 8)) @ w
+    v = rng.normal(0, 1, 64)
+    v -= w.T @ np.linalg.lstsq(w.T, v, rcond=None)[0]
+    v /= np.linalg.norm(v)
+    base = scenes_ + rng.normal(0, 0.3, (200, 64))
+    small = scenes_ + rng.normal(0, 0.3, (200, 64)) + 0.5 * v
+    g = drift.auc_gate("a", base, small, None, None, 0.65, min_ratio=2.5)
+    assert g.value > 0.65 and g.passed and g.detail["effect_ratio"] < 2.5
+    assert not drift.auc_gate("a", base, small, None, None, 0.65).passed  # min_ratio 0: the AUC alone
+    g = drift.auc_gate("a", base, small + 1.0 * v, None, None, 0.65, min_ratio=2.5)
+    assert not g.passed and g.detail["effect_ratio"] > 2.5
+    assert g.detail["effect_ratio"] == pytest.approx(drift.embedding_gate("e", base, small + v, None, None, 2.0).value)
+
+
+@pytest.mark.parametrize("text", ["[channel_shift]\nmax_stops = -1\n", "[format]\nmax_fraction = 1.5\n",
+                                  "[domain_auc]\nmax_auc = 0.2\n", "[bootstrap]\nn_boot = 5\n",
+                                  "[bootstrap]\nn_boot = 100.5\n", "[bootstrap]\nci = 1.0\n",
+                                  "[embedding]\nmax_ratio = 0\n"])
+def test_config_ranges_are_checked(tmp_path, text, capsys):
+    cfg = tmp_path / "g.toml"
+    cfg.write_text(text)
+    rc = cli.main(["drift", "--baseline", "a", "--current", "b", "--config", str(cfg), "--out", str(tmp_path / "o"),
+                   "--db", str(tmp_path / "x.duckdb"), "-q"])
+    err = capsys.readouterr().err.strip()
+    table, key = text.split("\n")[0].strip("[]"), text.split("\n")[1].split(" =")[0]
+    assert rc == 2 and len(err.splitlines()) == 1 and f"[{table}] {key} must be" in err, err
+
+
+def test_shift_gate_pairs_cancel_shared_scenes():
+    """Current frames of the baseline's own scenes, 0.4 brighter: unpaired, the scene-to-scene spread
+    widens the interval; drawn with their twins, it cancels and the interval is tight around 0.4."""
+    rng = np.random.default_rng(3)
+    base = rng.normal(0, 1.0, (60, 1))  # 60 very different scenes
+    cur = base + 0.4 + rng.normal(0, 0.01, (60, 1))
+    alone = drift.shift_gate("x", base, cur, None, None, 0.25)
+    paired = drift.shift_gate("x", base, cur, None, None, 0.25, pairs=np.c_[np.arange(60), np.arange(60)])
+    assert paired.value == alone.value == pytest.approx(float(np.median(cur) - np.median(base)))
+    assert alone.passed and not paired.passed  # the same change: only the pairing shows it is > 0.25
+    assert paired.ci["high"] - paired.ci["low"] < 0.3 * (alone.ci["high"] - alone.ci["low"])

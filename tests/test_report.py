@@ -363,3 +363,21 @@ def test_headless_browser_renders_and_runs_no_hostile_script(tmp_path):
     with Image.open(shot) as im:
         assert im.size == (1280, 2000)
         assert len(np.unique(np.asarray(im.convert("L")))) > 10  # not a blank page
+
+
+def test_ranking_shows_reference_and_uninformative_probe():
+    res = make_results()
+    pixel = {**_encoder("pixel", 1, False, family="pixel"), "rank": None, "reference": True,
+             "ranking_basis": "reference", "pareto_front": None}
+    weak = {**_encoder("weak-enc", 2, False), "probe_informative": False, "ranking_basis": "gap alone"}
+    weak["probe"] = {**weak["probe"], "sim_to_sim": -0.4}
+    res["encoders"] = [res["encoders"][0], weak, pixel]
+    html = render_report(res)
+    ranking = html[html.index('id="ranking"'):]
+    ranking = ranking[:ranking.index("</table>")]
+    rows = ranking.split('class="enc-row"')[1:]
+    pixel_row = next(r for r in rows if ">pixel<" in r)
+    weak_row = next(r for r in rows if "weak-enc" in r)
+    assert '<td class="n">reference</td>' in pixel_row
+    assert "uninformative" in weak_row and "(gap alone)" in weak_row
+    assert not any("uninformative" in r or "gap alone" in r for r in rows if "weak-enc" not in r)

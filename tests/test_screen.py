@@ -121,7 +121,8 @@ def test_one_sim_equals_published_centroid_distance():
 def test_paired_clusters_share_scenes_and_episodes():
     c = scene_clusters({"a": ["k1", "k2", "x"], "r": ["k1", "k2", "y"]},
                        {"a": [None, None, None], "r": ["e1", None, "e9"]}, "r")
-    assert c["a"][0] == c["r"][0] == ("episode", "e1")
+    # one episode is too few to resample whole: it is cut into blocks of its keys
+    assert c["a"][0] == c["r"][0] and c["a"][0][0] == ("episode", "e1")
     assert c["a"][1] == c["r"][1] == ("scene", "k2")
     assert c["a"][2] != c["r"][2]
 
@@ -140,3 +141,33 @@ def test_rank_renderings_orders_and_brackets():
     r0 = out["ranking"][0]
     assert r0["ci"]["low"] <= r0["distance"] <= r0["ci"]["high"]
     assert all(0 <= r["distance"] <= 1 for r in out["ranking"])
+
+
+def test_one_episode_sets_screen(tmp_path):
+    """A one-episode set (every frame in one sub-folder) screens: blocks within the episode are
+    the bootstrap's units (it used to exit 2: "Expected at least 2 scenes")."""
+    sc = scenes(24, seed=5)
+    rng = np.random.default_rng(2)
+    db = str(tmp_path / "one.duckdb")
+    for name, dom, frames in (("real", "real", [render(s, 1.0, 0.02, rng) for s in sc]),
+                              ("close", "sim", [render(s, 1.08) for s in sc]),
+                              ("far", "sim", [render(s, 1.45) for s in sc])):
+        write_set(tmp_path / name / "episode_0", frames)
+        assert cli.main(["index", str(tmp_path / name), "--set", name, "--domain", dom, "--db", db, "-q"]) == 0
+    rc, res = _screen(tmp_path, db, "--sim", "far", "--sim", "close")
+    assert rc == 0, res
+    scr = res["screen"]
+    assert scr["n_scenes"] >= 10  # ~16 blocks of one episode, not 1 cluster
+    assert [r["set"] for r in scr["ranking"]] == ["close", "far"] and scr["significant"]
+    ci = scr["ranking"][0]["ci"]
+    assert ci["low"] < scr["ranking"][0]["distance"] < ci["high"]  # not collapsed to a point
+
+
+def test_scene_clusters_cut_few_episodes_into_blocks():
+    keys = [f"k{i:02d}" for i in range(32)]
+    c = scene_clusters({"a": keys, "r": keys}, {"a": [None] * 32, "r": ["e0"] * 16 + ["e1"] * 16}, "r")
+    assert c["a"] == c["r"]  # a shared key has the same block in every set
+    assert len(set(c["r"])) == 16 and not set(c["r"][:16]) & set(c["r"][16:])  # blocks never span episodes
+    assert all(c["r"][i] == c["r"][i + 1] for i in range(0, 32, 2))  # contiguous: 2 keys a block
+    many = scene_clusters({"a": keys, "r": keys}, {"a": [None] * 32, "r": [f"e{i // 4}" for i in range(32)]}, "r")
+    assert len(set(many["r"])) == 8  # 8 episodes: whole episodes, as before

@@ -17,10 +17,17 @@ def _print_run(res: dict[str, Any], out_dir: Path) -> None:
         dist = (f"{fmt(e['centroid_distance_norm'])} ({fmt(ci.get('low'))}-{fmt(ci.get('high'))})"
                 if e.get("centroid_distance_norm") is not None else "-")
         front = "*" if e.get("pareto_front") else " "
-        print(f"{fmt(e.get('rank')):>4}{front} {e['name']:<22} {dist:<24} {fmt(e.get('noise_floor')):>6} "
-              f"{fmt(e.get('domain_auc')):>5} {fmt((e.get('paired_cosine') or {}).get('mean')):>6} "
-              f"{fmt((e.get('probe') or {}).get('sim_to_real')):>10}")
+        rank = "ref" if e.get("reference") else fmt(e.get("rank"))
+        probe = fmt((e.get("probe") or {}).get("sim_to_real")) + ("!" if e.get("probe_informative") is False else "")
+        print(f"{rank:>4}{front} {e['name']:<22} {dist:<24} {fmt(e.get('noise_floor')):>6} "
+              f"{fmt(e.get('domain_auc')):>5} {fmt((e.get('paired_cosine') or {}).get('mean')):>6} {probe:>10}")
     print("(* on the Pareto front of gap vs probe; distance = normalized PCA centroid distance, floor = real-vs-real)")
+    if any(e.get("reference") for e in res["encoders"]):
+        print("(ref: the weights-free pixel baseline, a reference row, never ranked)")
+    alone = [e["name"] for e in res["encoders"] if e.get("ranking_basis") == "gap alone"]
+    if alone:
+        print(f"(ranked on the gap alone, no informative probe: {', '.join(alone)}; "
+              "! = probe uninformative, sim->sim R^2 <= 0)")
     if not res["findings"]:
         print("findings: none")
     for i, f in enumerate(res["findings"], 1):

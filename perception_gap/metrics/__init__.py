@@ -21,6 +21,9 @@ frames are assumed to be stored in capture order and contiguous blocks stand in 
 episodes: `N_BLOCKS` (16) blocks of near-equal length per side (each frame its own block
 below 16 frames). Sixteen clusters per side are enough for 5-fold grouped CV and for a
 cluster bootstrap, and blocks of N/16 frames keep most near-duplicate neighbours together.
+With fewer than `MIN_EPISODES` (5) episodes on a side, whole episodes are too few units: the
+metrics that take `pairs=` (MMD, domain AUC, the bootstrap CIs) then permute or draw matched
+pairs, and otherwise contiguous blocks within episodes (`resampling_units`).
 
 Cost caps (all documented defaults; every cap draws a seeded random subset):
 - PCA fits (centroid distance, noise floor) use at most `MAX_FIT_ROWS` (20,000) pooled rows;
@@ -48,12 +51,23 @@ from perception_gap.metrics.centroid import (
 )
 from perception_gap.metrics.paired import pair_cosine_distances, paired_cosine
 from perception_gap.metrics.projection import MAX_FIT_ROWS, MAX_N_COMPONENTS, RANK_TOL
-from perception_gap.metrics.resampling import N_BLOCKS, block_ids, cluster_labels, grouped_folds, resample_clusters
+from perception_gap.metrics.resampling import (
+                                             MIN_EPISODES,
+                                             N_BLOCKS,
+                                             block_ids,
+                                             cluster_labels,
+                                             episode_blocks,
+                                             grouped_folds,
+                                             resample_clusters,
+                                             resampling_labels,
+                                             resampling_units,
+)
 from perception_gap.metrics.results import CI, MMD, CentroidDistance, DomainAUC, NoiseFloor, PairedCosine
 from perception_gap.metrics.twosample import (
                                              AUC_MAX_SAMPLES,
                                              AUC_MAX_SAMPLES_LIMIT,
                                              AUC_N_COMPONENTS,
+                                             MIN_PAIRS,
                                              MMD_MAX_SAMPLES,
                                              MMD_MAX_SAMPLES_LIMIT,
                                              MMD_PERMUTATIONS,
@@ -65,9 +79,9 @@ from perception_gap.metrics.validation import CHUNK_ROWS
 
 __all__ = [
     "AUC_MAX_SAMPLES", "AUC_MAX_SAMPLES_LIMIT", "AUC_N_COMPONENTS", "BOOT_MAX_SAMPLES", "CENTROID_N_BOOT", "CHUNK_ROWS",
-    "CI", "DEFAULT_N_COMPONENTS", "MAX_FIT_ROWS", "MAX_N_COMPONENTS", "MIN_FLOOR_EPISODES", "MMD", "MMD_MAX_SAMPLES",
+    "CI", "DEFAULT_N_COMPONENTS", "MAX_FIT_ROWS", "MAX_N_COMPONENTS", "MIN_EPISODES", "MIN_FLOOR_EPISODES", "MIN_PAIRS", "MMD", "MMD_MAX_SAMPLES",
     "MMD_MAX_SAMPLES_LIMIT", "MMD_PERMUTATIONS", "N_BLOCKS", "N_BOOT", "RANK_TOL", "CentroidDistance", "DomainAUC",
     "NoiseFloor", "PairedCosine", "block_ids", "bootstrap_ci", "centroid_distance", "centroid_distance_ci",
-    "cluster_labels", "domain_auc", "grouped_folds", "median_bandwidth", "mmd", "noise_floor", "noise_floor_halves",
-    "pair_cosine_distances", "paired_cosine", "resample_clusters",
+    "cluster_labels", "domain_auc", "episode_blocks", "grouped_folds", "median_bandwidth", "mmd", "noise_floor", "noise_floor_halves",
+    "pair_cosine_distances", "paired_cosine", "resample_clusters", "resampling_labels", "resampling_units",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable, Sequence
 import numpy as np
 
 from perception_gap.errors import InputError, InsufficientData
-from perception_gap.metrics.resampling import bootstrap_clusters, resample_labels
+from perception_gap.metrics.resampling import bootstrap_units, unit_weights
 from perception_gap.metrics.results import CI
 from perception_gap.metrics.validation import check_int, check_level, check_pair, make_rng
 
@@ -30,14 +30,17 @@ def centred_ci(reps: np.ndarray, estimate: float, level: float) -> tuple[float, 
 def bootstrap_ci(statistic: Callable[[np.ndarray, np.ndarray], float], emb_sim: np.ndarray, emb_real: np.ndarray, *,
                  episodes_sim: Sequence[Hashable] | None = None, episodes_real: Sequence[Hashable] | None = None,
                  n_boot: int = N_BOOT, ci: float = 0.95, max_samples: int = BOOT_MAX_SAMPLES,
-                 estimate: float | None = None, random_state: int | np.random.Generator | None = 0) -> CI:
+                 estimate: float | None = None, random_state: int | np.random.Generator | None = 0,
+                 pairs: np.ndarray | None = None) -> CI:
     """Centred percentile CI (see `CI`) of `statistic(emb_sim, emb_real)` by a cluster bootstrap.
 
     Each replicate draws, on each side independently, as many clusters as there are, with
     replacement, and keeps all frames of every drawn cluster (episodes; contiguous blocks where
     episodes are unknown), so frames of one episode never split. A replicate larger than
     `max_samples` frames on a side is cut to a random `max_samples` of them (the CI is then
-    conservative: wider than for the full set). A replicate where the statistic raises
+    conservative: wider than for the full set). With fewer than `MIN_EPISODES` (5) episodes on
+    a side the clusters are contiguous blocks within episodes, and with `pairs` a replicate draws
+    a block of matched pairs for both sides at once (see `resampling_units`). A replicate where the statistic raises
     InsufficientData or returns a non-finite value is skipped; if more than half are skipped,
     InsufficientData is raised.
 
@@ -55,6 +58,7 @@ def bootstrap_ci(statistic: Callable[[np.ndarray, np.ndarray], float], emb_sim: 
         estimate: the point estimate the interval is centred on; None computes
             `statistic(emb_sim, emb_real)` on the full sets.
         random_state: seed.
+        pairs: optional (P, 2) integer (i_sim, i_real) matched pairs; used when episodes are few.
 
     Returns:
         CI.
@@ -64,15 +68,17 @@ def bootstrap_ci(statistic: Callable[[np.ndarray, np.ndarray], float], emb_sim: 
     level = check_level(ci)
     max_samples = check_int("max_samples", max_samples, 2, 10_000_000)
     rng = make_rng(random_state)
-    lab_s, lab_r, g_s, g_r, how = bootstrap_clusters(episodes_sim, episodes_real, len(sim), len(real))
+    units = bootstrap_units(episodes_sim, episodes_real, len(sim), len(real), pairs)
     estimate = float(statistic(sim, real)) if estimate is None else float(estimate)
     if not math.isfinite(estimate):
         raise InputError(f"Expected a finite point estimate for the bootstrap CI, got {estimate}.")
     reps = []
     capped = False
     for _ in range(n_boot):
-        idx_s = resample_labels(lab_s, g_s, rng)
-        idx_r = resample_labels(lab_r, g_r, rng)
+        w = unit_weights(units, rng)
+        idx_s, idx_r = np.repeat(np.arange(len(sim)), w[units.sim]), np.repeat(np.arange(len(real)), w[units.real])
+        if len(idx_s) < 2 or len(idx_r) < 2:  # a paired draw can miss one side's own blocks
+            continue
         if len(idx_s) > max_samples:
             idx_s, capped = np.sort(rng.choice(idx_s, max_samples, replace=False)), True
         if len(idx_r) > max_samples:
@@ -87,5 +93,5 @@ def bootstrap_ci(statistic: Callable[[np.ndarray, np.ndarray], float], emb_sim: 
         raise InsufficientData(f"Expected most bootstrap replicates to be computable, got {len(reps)} of {n_boot}; "
                                "supply more episodes or frames.")
     lo, hi, bias = centred_ci(np.asarray(reps), estimate, level)
-    return CI(low=lo, high=hi, level=level, n_boot=len(reps), n_clusters_sim=g_s, n_clusters_real=g_r,
-              clusters=how, bias=bias, capped=capped)
+    return CI(low=lo, high=hi, level=level, n_boot=len(reps), n_clusters_sim=len(np.unique(units.sim)),
+              n_clusters_real=len(np.unique(units.real)), clusters=units.how, bias=bias, capped=capped)

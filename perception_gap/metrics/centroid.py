@@ -10,7 +10,7 @@ import numpy as np
 from perception_gap.errors import InsufficientData
 from perception_gap.metrics.bootstrap import centred_ci
 from perception_gap.metrics.projection import MAX_N_COMPONENTS, Projection, Rows, fit_projection
-from perception_gap.metrics.resampling import block_ids, bootstrap_clusters, cluster_keys, factorize
+from perception_gap.metrics.resampling import block_ids, bootstrap_units, cluster_keys, factorize, unit_weights
 from perception_gap.metrics.results import CI, CentroidDistance, NoiseFloor
 from perception_gap.metrics.validation import (
     MIN_FRAMES,
@@ -149,10 +149,21 @@ def cluster_stats(z: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.nda
             np.minimum.reduceat(zs, starts, axis=0), np.maximum.reduceat(zs, starts, axis=0))
 
 
+def unit_stats(z: np.ndarray, labels: np.ndarray, g: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`cluster_stats` over all g units (absent units: sum 0, count 0, min +inf, max -inf)."""
+    k = z.shape[1]
+    full = (np.zeros((g, k)), np.zeros(g), np.full((g, k), np.inf), np.full((g, k), -np.inf))
+    present = np.unique(labels)
+    for dst, src in zip(full, cluster_stats(z, labels)):
+        dst[present] = src
+    return full
+
+
 def centroid_distance_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[Hashable] | None = None,
                          episodes_real: Sequence[Hashable] | None = None, n_components: int = DEFAULT_N_COMPONENTS,
                          n_boot: int = CENTROID_N_BOOT, ci: float = 0.95,
-                         random_state: int | np.random.Generator | None = 0) -> CentroidDistance:
+                         random_state: int | np.random.Generator | None = 0,
+                         pairs: np.ndarray | None = None) -> CentroidDistance:
     """`centroid_distance` plus a cluster-bootstrap percentile CI of its `value_norm`.
 
     The standardization and PCA are fitted once (as in `centroid_distance`) and held fixed;
@@ -160,7 +171,9 @@ def centroid_distance_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_
     each side with replacement and recomputes the centroids and the pooled min-max range from
     per-cluster sums, minima and maxima. A replicate costs O(clusters x k), not a refit, so
     1,000 replicates take well under a second; the interval leaves out the PCA's own sampling
-    variation (small next to the centroids' for sets of hundreds of frames or more).
+    variation (small next to the centroids' for sets of hundreds of frames or more). With fewer
+    than `MIN_EPISODES` (5) episodes on a side, the clusters are contiguous blocks within
+    episodes, drawn for both sides at once where `pairs` match them (see `resampling_units`).
 
     Args:
         emb_sim, emb_real: (N, D) arrays, >= 2 frames per side.
@@ -170,6 +183,7 @@ def centroid_distance_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_
         ci: coverage in (0, 1).
         random_state: seed (the same seed gives the same point estimate as
             `centroid_distance`).
+        pairs: optional (P, 2) integer (i_sim, i_real) matched pairs; used when episodes are few.
 
     Returns:
         CentroidDistance with `ci` set (bounds in value_norm units).
@@ -178,26 +192,31 @@ def centroid_distance_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_
     n_components = check_int("n_components", n_components, 1, MAX_N_COMPONENTS)
     n_boot = check_int("n_boot", n_boot, 10, 100_000)
     level = check_level(ci)
-    lab_s, lab_r, g_s, g_r, how = bootstrap_clusters(episodes_sim, episodes_real, len(sim), len(real))
+    units = bootstrap_units(episodes_sim, episodes_real, len(sim), len(real), pairs)
     rng = make_rng(random_state)
     proj, z_sim, z_real, value = _centroid_parts(Rows(sim), Rows(real), n_components, rng)
     k = proj.k
     reps = np.zeros(n_boot)
     if k:
-        sum_s, cnt_s, min_s, max_s = cluster_stats(z_sim, lab_s)
-        sum_r, cnt_r, min_r, max_r = cluster_stats(z_real, lab_r)
+        g = units.n_units
+        sum_s, cnt_s, min_s, max_s = unit_stats(z_sim, units.sim, g)
+        sum_r, cnt_r, min_r, max_r = unit_stats(z_real, units.real, g)
         boot_rng = np.random.default_rng(draw_seed(rng))
         for b in range(n_boot):
-            w_s = np.bincount(boot_rng.integers(g_s, size=g_s), minlength=g_s).astype(np.float64)
-            w_r = np.bincount(boot_rng.integers(g_r, size=g_r), minlength=g_r).astype(np.float64)
-            sel_s, sel_r = w_s > 0, w_r > 0
-            lo = np.minimum(min_s[sel_s].min(axis=0), min_r[sel_r].min(axis=0))
-            hi = np.maximum(max_s[sel_s].max(axis=0), max_r[sel_r].max(axis=0))
-            mean_s, mean_r = (w_s @ sum_s) / (w_s @ cnt_s), (w_r @ sum_r) / (w_r @ cnt_r)
-            reps[b] = normed(scaled_distance(mean_s, mean_r, lo, hi), k)
+            w = unit_weights(units, boot_rng).astype(np.float64)
+            tot_s, tot_r = w @ cnt_s, w @ cnt_r
+            if tot_s == 0 or tot_r == 0:  # a paired draw can miss one side's own blocks
+                reps[b] = np.nan
+                continue
+            sel = w > 0
+            lo = np.minimum(min_s[sel].min(axis=0), min_r[sel].min(axis=0))
+            hi = np.maximum(max_s[sel].max(axis=0), max_r[sel].max(axis=0))
+            reps[b] = normed(scaled_distance((w @ sum_s) / tot_s, (w @ sum_r) / tot_r, lo, hi), k)
+    reps = reps[np.isfinite(reps)]
     estimate = normed(value, k)
     low, high, bias = centred_ci(reps, estimate, level)
-    interval = CI(low=max(0.0, low), high=min(1.0, high), level=level, n_boot=n_boot, n_clusters_sim=g_s,
-                  n_clusters_real=g_r, clusters=how, bias=bias)
+    interval = CI(low=max(0.0, low), high=min(1.0, high), level=level, n_boot=len(reps),
+                  n_clusters_sim=len(np.unique(units.sim)), n_clusters_real=len(np.unique(units.real)),
+                  clusters=units.how, bias=bias)
     return CentroidDistance(value=value, value_norm=normed(value, k), n_components=k, n_sim=len(sim),
                             n_real=len(real), n_fit=proj.n_fit, explained_variance=proj.explained, ci=interval)

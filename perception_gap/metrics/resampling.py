@@ -4,6 +4,14 @@ Episodes are optional length-N sequences of hashable ids (None for the whole seq
 one frame, means "unknown"). Where episodes are unknown, frames are assumed to be stored in
 capture order and contiguous blocks stand in for episodes: `N_BLOCKS` (16) blocks of
 near-equal length per side (each frame its own block below 16 frames).
+
+Few episodes. Whole-episode resampling needs enough episodes: with 2 per side a permutation
+test has 6 labellings and a bootstrap a handful of distinct replicates (one episode: none).
+When a side has fewer than `MIN_EPISODES` (5) clusters, the unit becomes smaller
+(`resampling_units`): matched pairs where the caller supplies them (a paired permutation swaps
+sim and real within a pair, which the null hypothesis makes exchangeable; a paired bootstrap
+draws a pair's two frames together), else contiguous time blocks within each episode
+(`episode_blocks`, about `N_BLOCKS` per side), frames assumed stored in capture order.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,6 +29,8 @@ from perception_gap.errors import InputError, InsufficientData
 from perception_gap.metrics.validation import draw_seed, make_rng
 
 N_BLOCKS = 16
+# Below this many clusters (episodes) on a side, resample pairs or blocks within episodes instead.
+MIN_EPISODES = 5
 
 
 class _Unknown:
@@ -97,24 +108,6 @@ def cluster_labels(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
     return factorize(cluster_keys(episodes, n, "frames", "episodes")[0])
 
 
-def bootstrap_clusters(episodes_sim: Sequence[Hashable] | None, episodes_real: Sequence[Hashable] | None,
-                       n_sim: int, n_real: int) -> tuple[np.ndarray, np.ndarray, int, int, str]:
-    """Cluster labels per side for a cluster bootstrap, with at least 2 clusters per side.
-
-    Returns:
-        (sim labels (n_sim,), real labels (n_real,), sim clusters, real clusters, how the
-        clusters were formed: `episodes`, `blocks` or `mixed`).
-    """
-    keys_s, how_s = cluster_keys(episodes_sim, n_sim, "sim", "episodes_sim")
-    keys_r, how_r = cluster_keys(episodes_real, n_real, "real", "episodes_real")
-    lab_s, lab_r = factorize(keys_s), factorize(keys_r)
-    g_s, g_r = int(lab_s.max()) + 1, int(lab_r.max()) + 1
-    if g_s < 2 or g_r < 2:
-        raise InsufficientData("Expected at least 2 episodes (or blocks) per side "
-                               f"for a bootstrap CI, got {g_s} sim and {g_r} real.")
-    return lab_s, lab_r, g_s, g_r, join_how(how_s, how_r)
-
-
 def resample_clusters(labels: np.ndarray, *, random_state: int | np.random.Generator | None = 0) -> np.ndarray:
     """One cluster-bootstrap draw: G clusters with replacement, each contributing all its frames.
 
@@ -170,6 +163,145 @@ def grouped_folds(groups: np.ndarray, labels: np.ndarray, *, n_splits: int = 5,
                 f"Expected every training fold to hold both domains; with {n_groups} episodes (or blocks) "
                 f"in {k} folds one did not. Supply more episodes or fewer folds.")
     return folds
+
+
+def episode_blocks(keys: Sequence[Hashable], n_blocks: int = N_BLOCKS) -> list[Hashable]:
+    """Refine cluster keys into contiguous time blocks within each cluster.
+
+    Each cluster's frames (in stored order) are cut into max(1, round(n_blocks x its share of
+    the frames)) blocks of near-equal length, so the side holds about `n_blocks` blocks; the
+    key of a frame becomes (cluster key, "block", block number).
+
+    Args:
+        keys: (n,) cluster key per frame (see `cluster_keys`).
+        n_blocks: blocks wanted over all frames.
+
+    Returns:
+        (n,) refined keys; frames of one block share a key, a block never spans two clusters.
+    """
+    members: dict[Hashable, list[int]] = {}
+    for i, k in enumerate(keys):
+        members.setdefault(k, []).append(i)
+    out: list[Hashable] = [None] * len(keys)
+    for k, idx in members.items():
+        b = min(len(idx), max(1, round(n_blocks * len(idx) / len(keys))))
+        for part_no, part in enumerate(np.array_split(np.asarray(idx), b)):
+            for i in part:
+                out[int(i)] = (k, "block", part_no)
+    return out
+
+
+def few_clusters(keys: Sequence[Hashable]) -> bool:
+    """True when the keys hold fewer than `MIN_EPISODES` distinct clusters."""
+    return len(set(keys)) < MIN_EPISODES
+
+
+def resampling_keys(episodes: Sequence[Hashable] | None, n: int, side: str, name: str) -> tuple[list[Hashable], str]:
+    """`cluster_keys`, refined into blocks within episodes when there are fewer than `MIN_EPISODES`."""
+    keys, how = cluster_keys(episodes, n, side, name)
+    if few_clusters(keys) and n > len(set(keys)):
+        return episode_blocks(keys), "episode blocks"
+    return keys, how
+
+
+def resampling_labels(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
+    """`cluster_labels`, with blocks within episodes when there are fewer than `MIN_EPISODES`."""
+    return factorize(resampling_keys(episodes, n, "frames", "episodes")[0])
+
+
+def check_pairs(pairs: Any, n_sim: int, n_real: int) -> np.ndarray:
+    """(P, 2) int64 (i_sim, i_real) rows with every frame in at most one pair (first kept).
+
+    Raises:
+        InputError: not an integer (P, 2) array, or an index out of range.
+    """
+    p = np.asarray(pairs)
+    if p.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if p.ndim != 2 or p.shape[1] != 2 or p.dtype.kind not in "iu":
+        raise InputError(f"Expected `pairs` an integer array of shape (P, 2), got shape {p.shape} of dtype {p.dtype}.")
+    for col, n, side in ((0, n_sim, "sim"), (1, n_real, "real")):
+        if p[:, col].min() < 0 or p[:, col].max() >= n:
+            raise InputError(f"Expected {side} indices of `pairs` in [0, {n - 1}], "
+                             f"got values in [{p[:, col].min()}, {p[:, col].max()}].")
+    p = p.astype(np.int64)
+    _, first_s = np.unique(p[:, 0], return_index=True)
+    keep = np.zeros(len(p), dtype=bool)
+    keep[first_s] = True
+    _, first_r = np.unique(np.where(keep, p[:, 1], -1), return_index=True)
+    keep2 = np.zeros(len(p), dtype=bool)
+    keep2[first_r] = True
+    return p[keep & keep2]
+
+
+@dataclass(frozen=True)
+class Units:
+    """Resampling units of both sides, numbered 0..n_units-1 in one shared numbering.
+
+    Attributes:
+        sim, real: (n_sim,), (n_real,) unit label per frame.
+        n_units: units over both sides.
+        how: `episodes`, `blocks`, `mixed` (whole clusters), `episode blocks` (few episodes:
+            contiguous blocks within them) or `paired blocks` (few episodes, with pairs: a
+            real frame shares its sim twin's block).
+        paired: True when some units hold frames of both sides (draw once for both sides).
+    """
+
+    sim: np.ndarray
+    real: np.ndarray
+    n_units: int
+    how: str
+    paired: bool
+
+
+def resampling_units(episodes_sim: Sequence[Hashable] | None, episodes_real: Sequence[Hashable] | None,
+                     n_sim: int, n_real: int, pairs: np.ndarray | None = None) -> Units:
+    """The units a bootstrap draws (or folds keep together) for a sim-vs-real comparison.
+
+    With at least `MIN_EPISODES` clusters a side: the clusters of `cluster_keys`, each side its
+    own (`paired` False), exactly as before. Otherwise contiguous blocks within episodes
+    (`episode_blocks`); with `pairs`, each real frame of a pair joins its sim twin's block, so a
+    unit holds matched frames of both sides and is drawn for both at once.
+    """
+    keys_s, how_s = cluster_keys(episodes_sim, n_sim, "sim", "episodes_sim")
+    keys_r, how_r = cluster_keys(episodes_real, n_real, "real", "episodes_real")
+    if not (few_clusters(keys_s) or few_clusters(keys_r)):
+        lab_s = factorize([("sim", k) for k in keys_s])
+        lab_r = factorize([("real", k) for k in keys_r]) + (int(lab_s.max()) + 1 if n_sim else 0)
+        return Units(lab_s, lab_r, int(lab_r.max()) + 1 if n_real else len(set(lab_s)), join_how(how_s, how_r), False)
+    blk_s = [("sim", k) for k in episode_blocks(keys_s)]
+    blk_r: list[Hashable] = [("real", k) for k in episode_blocks(keys_r)]
+    p = check_pairs(pairs, n_sim, n_real) if pairs is not None else np.zeros((0, 2), dtype=np.int64)
+    for i_s, i_r in p:
+        blk_r[int(i_r)] = blk_s[int(i_s)]
+    lab = factorize(blk_s + blk_r)
+    return Units(lab[:n_sim], lab[n_sim:], int(lab.max()) + 1, "paired blocks" if len(p) else "episode blocks",
+                 bool(len(p)))
+
+
+def unit_weights(units: Units, rng: np.random.Generator) -> np.ndarray:
+    """(n_units,) times each unit is drawn in one bootstrap replicate.
+
+    Paired units: n_units draws from all units at once. Otherwise each side draws as many of
+    its own units as it has (the same random stream as `resample_labels` side by side).
+    """
+    if units.paired:
+        return np.bincount(rng.integers(units.n_units, size=units.n_units), minlength=units.n_units)
+    g_s = int(units.sim.max()) + 1
+    g_r = units.n_units - g_s
+    return np.r_[np.bincount(rng.integers(g_s, size=g_s), minlength=g_s),
+                 np.bincount(rng.integers(g_r, size=g_r), minlength=g_r)]
+
+
+def bootstrap_units(episodes_sim: Sequence[Hashable] | None, episodes_real: Sequence[Hashable] | None,
+                    n_sim: int, n_real: int, pairs: np.ndarray | None = None) -> Units:
+    """`resampling_units` with at least 2 units holding frames of each side (else InsufficientData)."""
+    units = resampling_units(episodes_sim, episodes_real, n_sim, n_real, pairs)
+    g_s, g_r = len(np.unique(units.sim)), len(np.unique(units.real))
+    if g_s < 2 or g_r < 2:
+        raise InsufficientData("Expected at least 2 episodes (or blocks) per side "
+                               f"for a bootstrap CI, got {g_s} sim and {g_r} real.")
+    return units
 
 
 def subsample(n: int, cap: int, rng: np.random.Generator) -> np.ndarray:

@@ -173,7 +173,9 @@ class MMD(Result):
             Euclidean distance of the pooled (subsampled) frames, in embedding units.
         n_sim, n_real: frames used per side (<= max_samples).
         n_permutations: permutations drawn.
-        permutation: `episodes` (whole episodes relabelled: valid for correlated frames) or
+        permutation: `episodes` (whole episodes relabelled: valid for correlated frames), `pairs`
+            (sim and real swapped within matched pairs), `episode blocks` (blocks within
+            episodes relabelled, few episodes and no pairs) or
             `frames` (frames relabelled: assumes exchangeable frames).
     """
 

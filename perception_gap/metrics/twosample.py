@@ -1,5 +1,11 @@
 """Two-sample tests of sim vs real: a grouped domain-classifier AUC and MMD with a permutation p-value.
 
+With fewer than `MIN_EPISODES` (5) episodes on a side, whole episodes are too few units: the
+classifier's folds then keep contiguous blocks within episodes (with matched pairs: a pair's
+two frames) together, and MMD swaps sim and real within matched pairs (a paired permutation:
+exact under the null hypothesis that a pair's two frames are exchangeable) or, without pairs,
+relabels blocks within episodes.
+
 Cost caps: at most `AUC_MAX_SAMPLES` (5,000) frames per side for the domain AUC; at most
 `MMD_MAX_SAMPLES` (1,000) frames per side (a 2,000 x 2,000 kernel matrix, 32 MB) and
 `MMD_PERMUTATIONS` (200) permutations (p-value resolution 1/201) for MMD.
@@ -16,7 +22,17 @@ from sklearn.metrics import roc_auc_score
 
 from perception_gap.errors import InsufficientData
 from perception_gap.metrics.projection import MAX_N_COMPONENTS, Rows, gather_rows, pca_solver, standardize_inplace
-from perception_gap.metrics.resampling import cluster_keys, factorize, grouped_folds, join_how, subsample
+from perception_gap.metrics.resampling import (
+    check_pairs,
+    cluster_keys,
+    episode_blocks,
+    factorize,
+    few_clusters,
+    grouped_folds,
+    join_how,
+    resampling_units,
+    subsample,
+)
 from perception_gap.metrics.results import MMD, DomainAUC
 from perception_gap.metrics.validation import check_int, check_pair, draw_seed, make_rng
 
@@ -30,6 +46,7 @@ AUC_MAX_SAMPLES_LIMIT = 20_000  # 2 x 20,000 x D float64: 410 MB at D = 1280
 MMD_MAX_SAMPLES = 1_000
 MMD_MAX_SAMPLES_LIMIT = 5_000
 MMD_PERMUTATIONS = 200
+MIN_PAIRS = 8  # a paired permutation needs 2^P >> 1/alpha labellings: 256 at 8 pairs
 
 
 # -- domain classifier AUC ------------------------------------------------------------------------
@@ -37,7 +54,7 @@ MMD_PERMUTATIONS = 200
 def domain_auc(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[Hashable] | None = None,
                episodes_real: Sequence[Hashable] | None = None, n_splits: int = 5,
                n_components: int = AUC_N_COMPONENTS, max_samples: int = AUC_MAX_SAMPLES,
-               random_state: int | np.random.Generator | None = 0) -> DomainAUC:
+               random_state: int | np.random.Generator | None = 0, pairs: np.ndarray | None = None) -> DomainAUC:
     """Cross-validated AUC of a logistic-regression sim-vs-real classifier.
 
     Frames are standardized and reduced by PCA (at most `n_components`, default 256), both
@@ -48,7 +65,9 @@ def domain_auc(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Seque
     the signal and, with few frames, drown it (a clear shift read as AUC 0.65 instead of 1). Folds are grouped: an
     episode id shared by sim and real frames is one group (paired episodes of one scene never
     straddle train and test), and where episodes are unknown each side's contiguous blocks are
-    groups. The AUC is taken over all out-of-fold decision values at once.
+    groups. With fewer than `MIN_EPISODES` episodes on a side the groups are contiguous blocks
+    within episodes, and with `pairs` a real frame joins its sim twin's block (see
+    `resampling_units`). The AUC is taken over all out-of-fold decision values at once.
 
     Args:
         emb_sim: (N_sim, D), N_sim >= 4.
@@ -59,6 +78,7 @@ def domain_auc(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Seque
         max_samples: frames per side (a seeded random subset beyond it), in [4, 20000];
             default 5000.
         random_state: seed.
+        pairs: optional (P, 2) integer (i_sim, i_real) matched pairs; used when episodes are few.
 
     Returns:
         DomainAUC.
@@ -70,7 +90,15 @@ def domain_auc(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Seque
     rng = make_rng(random_state)
     keys_sim, how_sim = cluster_keys(episodes_sim, len(sim), "sim", "episodes_sim")
     keys_real, how_real = cluster_keys(episodes_real, len(real), "real", "episodes_real")
-    groups = factorize(keys_sim + keys_real)
+    grouping = join_how(how_sim, how_real)
+    if few_clusters(keys_sim) or few_clusters(keys_real):
+        if pairs is not None and len(check_pairs(pairs, len(sim), len(real))):
+            units = resampling_units(episodes_sim, episodes_real, len(sim), len(real), pairs)
+            groups, grouping = np.r_[units.sim, units.real], units.how
+        else:  # same episode id on both sides: the same block numbers, one group
+            groups, grouping = factorize(episode_blocks(keys_sim) + episode_blocks(keys_real)), "episode blocks"
+    else:
+        groups = factorize(keys_sim + keys_real)
     i_sim = subsample(len(sim), max_samples, rng)
     i_real = subsample(len(real), max_samples, rng)
     groups = np.concatenate([groups[:len(sim)][i_sim], groups[len(sim):][i_real]])
@@ -92,7 +120,7 @@ def domain_auc(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Seque
         clf = LogisticRegression(C=1.0, max_iter=1000).fit(feats[train], y[train])
         oof[test] = clf.decision_function(feats[test])
     return DomainAUC(value=float(roc_auc_score(y, oof)), n_sim=len(i_sim), n_real=len(i_real), n_splits=len(folds),
-                     n_groups=len(np.unique(groups)), grouping=join_how(how_sim, how_real), n_components=k)
+                     n_groups=len(np.unique(groups)), grouping=grouping, n_components=k)
 
 
 # -- MMD ---------------------------------------------------------------------------------------------
@@ -139,16 +167,56 @@ def _sq_dists(x: np.ndarray) -> np.ndarray:
     return d2
 
 
+def _mmd_units(episodes_sim: Sequence[Hashable] | None, episodes_real: Sequence[Hashable] | None, n_sim: int,
+               n_real: int, pairs: np.ndarray | None) -> tuple[str, np.ndarray | None, list[Hashable], list[Hashable]]:
+    """What an MMD permutation relabels: (`episodes` | `episode blocks` | `pairs` | `frames`,
+    unique pairs or None, sim cluster keys, real cluster keys)."""
+    if episodes_sim is None or episodes_real is None:
+        return "frames", None, [], []
+    keys_s, _ = cluster_keys(episodes_sim, n_sim, "sim", "episodes_sim")
+    keys_r, _ = cluster_keys(episodes_real, n_real, "real", "episodes_real")
+    if not (few_clusters(keys_s) or few_clusters(keys_r)):
+        return "episodes", None, keys_s, keys_r
+    p = check_pairs(pairs, n_sim, n_real) if pairs is not None else np.zeros((0, 2), dtype=np.int64)
+    if len(p) >= MIN_PAIRS:
+        return "pairs", p, [], []
+    return "episode blocks", None, episode_blocks(keys_s), episode_blocks(keys_r)
+
+
+def _cluster_memberships(clusters: np.ndarray, n_s: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, m) 0/1 sim memberships: m random relabellings of whole clusters (sim clusters numbered first)."""
+    n_clusters = int(clusters.max()) + 1
+    sim_clusters = int(clusters[:n_s].max()) + 1
+    member = np.zeros((n_clusters, m))
+    for j in range(m):
+        member[rng.permutation(n_clusters)[:sim_clusters], j] = 1.0
+    return member[clusters]
+
+
+def _paired_memberships(n_pairs: int, m: int, rng: np.random.Generator) -> np.ndarray:
+    """(2 n_pairs, m) 0/1 sim memberships: each pair's two frames swapped with probability 1/2."""
+    swap = rng.integers(2, size=(n_pairs, m)).astype(np.float64)
+    return np.vstack([1.0 - swap, swap])
+
+
 def mmd(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[Hashable] | None = None,
         episodes_real: Sequence[Hashable] | None = None, n_permutations: int = MMD_PERMUTATIONS,
-        max_samples: int = MMD_MAX_SAMPLES, random_state: int | np.random.Generator | None = 0) -> MMD:
+        max_samples: int = MMD_MAX_SAMPLES, random_state: int | np.random.Generator | None = 0,
+        pairs: np.ndarray | None = None) -> MMD:
     """Unbiased MMD^2 (RBF kernel, median-heuristic bandwidth) with a permutation p-value.
 
     Each side is subsampled to `max_samples` frames (seeded); the kernel matrix of the pooled
     subsample is computed once and every permutation only relabels rows (one matrix product
-    per batch of permutations). When both sides carry episode ids (>= 2 episodes each), whole
-    episodes are relabelled (frames of an episode are not exchangeable); otherwise single
-    frames are.
+    per batch of permutations). What is relabelled (`MMD.permutation`):
+    - `episodes`: both sides carry episode ids, >= `MIN_EPISODES` (5) each: whole episodes
+      (frames of an episode are not exchangeable);
+    - `pairs`: fewer episodes on a side and >= `MIN_PAIRS` matched `pairs`: the statistic is
+      taken over the paired frames only (at most `max_samples` pairs, each frame in one pair)
+      and each permutation swaps sim and real within every pair with probability 1/2, which
+      the null hypothesis (a pair's two frames are exchangeable) makes exact however
+      correlated the frames of an episode are;
+    - `episode blocks`: fewer episodes and no pairs: contiguous blocks within episodes;
+    - `frames`: episodes unknown on a side: single frames.
 
     Args:
         emb_sim: (N_sim, D), N_sim >= 4.
@@ -158,6 +226,7 @@ def mmd(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[Has
         max_samples: frames per side, in [4, 5000]; default 1000. The kernel matrix is
             (2 max_samples)^2 float64: 32 MB at 1000, 800 MB at 5000.
         random_state: seed.
+        pairs: optional (P, 2) integer (i_sim, i_real) matched pairs; used when episodes are few.
 
     Returns:
         MMD.
@@ -166,8 +235,13 @@ def mmd(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[Has
     n_permutations = check_int("n_permutations", n_permutations, 1, 100_000)
     max_samples = check_int("max_samples", max_samples, 4, MMD_MAX_SAMPLES_LIMIT)
     rng = make_rng(random_state)
-    i_sim = subsample(len(sim), max_samples, rng)
-    i_real = subsample(len(real), max_samples, rng)
+    permutation, p, keys_s, keys_r = _mmd_units(episodes_sim, episodes_real, len(sim), len(real), pairs)
+    if p is not None:
+        p = p[subsample(len(p), max_samples, rng)]
+        i_sim, i_real = p[:, 0], p[:, 1]
+    else:
+        i_sim = subsample(len(sim), max_samples, rng)
+        i_real = subsample(len(real), max_samples, rng)
     x = gather_rows([Rows(sim, i_sim), Rows(real, i_real)])
     n_s, n = len(i_sim), len(x)
     d2 = _sq_dists(x)
@@ -179,20 +253,16 @@ def mmd(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[Has
     diag = np.diagonal(kern).copy()
     diag_total = float(diag.sum())
 
-    permutation = "frames"
     clusters = np.arange(n)
-    if episodes_sim is not None and episodes_real is not None:
-        keys_s, how_s = cluster_keys(episodes_sim, len(sim), "sim", "episodes_sim")
-        keys_r, how_r = cluster_keys(episodes_real, len(real), "real", "episodes_real")
+    if permutation in ("episodes", "episode blocks"):
         lab_s = factorize([(0, k) for k in keys_s])[i_sim]
         lab_r = factorize([(1, k) for k in keys_r])[i_real]
         if len(np.unique(lab_s)) >= 2 and len(np.unique(lab_r)) >= 2:
             _, lab_s = np.unique(lab_s, return_inverse=True)
             _, lab_r = np.unique(lab_r, return_inverse=True)
             clusters = np.r_[lab_s, lab_r + lab_s.max() + 1]
-            permutation = "episodes"
-    n_clusters = int(clusters.max()) + 1
-    sim_clusters = int(clusters[:n_s].max()) + 1  # sim clusters are numbered first
+        else:
+            permutation = "frames"
 
     z0 = np.zeros((n, 1))
     z0[:n_s] = 1.0
@@ -201,10 +271,7 @@ def mmd(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[Has
     batch = 64
     for s in range(0, n_permutations, batch):
         m = min(batch, n_permutations - s)
-        member = np.zeros((n_clusters, m))
-        for j in range(m):
-            member[rng.permutation(n_clusters)[:sim_clusters], j] = 1.0
-        z = member[clusters]
+        z = _paired_memberships(n_s, m, rng) if permutation == "pairs" else _cluster_memberships(clusters, n_s, m, rng)
         ok = (z.sum(axis=0) >= 2) & (z.sum(axis=0) <= n - 2)
         stats = np.full(m, np.inf)  # a relabelling too lopsided to estimate counts as extreme
         stats[ok] = _mmd2_batch(kern @ z[:, ok], z[:, ok], row_sums, total, diag, diag_total)

@@ -68,13 +68,17 @@ def _gate_title(g: dict[str, Any], current: str, baseline: str) -> str:
     if base == "depth_dropout":
         return f"Depth dropout of {current!r} rose by {v:.3f} (tolerance {t:g})"
     if base == "format":
-        return (f"{100 * v:.1f}% of {current!r} frames differ in size/dtype/channels from the baseline's "
-                f"{g['detail'].get('baseline_usual')}")
+        d = g["detail"]
+        return (f"{100 * d.get('current_share', v):.1f}% of {current!r} frames differ in size/dtype/channels from the "
+                f"baseline's {d.get('baseline_usual')} (the baseline's own share: {100 * d.get('baseline_share', 0):.1f}%)")
     if base == "embedding":
         return (f"{g['name'].split(':', 1)[1]}: {current!r} is {v:.1f}x the baseline's own noise floor away from it "
                 f"(limit {t:g}x)")
     if base == "domain_auc":
-        return f"{g['name'].split(':', 1)[1]}: a classifier tells {current!r} from the baseline with AUC {v:.2f} (limit {t:g})"
+        r = g["detail"].get("effect_ratio")
+        size = f", {r:.1f}x the baseline's own variation" if r is not None else ""
+        return (f"{g['name'].split(':', 1)[1]}: a classifier tells {current!r} from the baseline with AUC {v:.2f} "
+                f"(limit {t:g}){size}")
     if base == "detector_ap":
         return f"Detector {g['name'].split(':', 1)[1]!r} lost {v:.3f} AP on {current!r} (limit {t:g})"
     return f"Gate {g['name']} failed: {v} > {t}"
@@ -93,15 +97,13 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
         `passed`, `history`), `encoders`, `config`, `version`.
     """
 
-    cfg = config or dr.load_config(None)
+    cfg = dr.validate_config(config or dr.load_config(None))
     if baseline == current:
         raise InputError(f"Expected two different sets for --baseline and --current, got {baseline!r} twice.")
     check_sets(catalog, [baseline, current], {baseline: "--baseline", current: "--current"})
     names = default_encoders() if encoder_names is None else encoder_names
     boot = cfg["bootstrap"]
     n_boot, level, seed = int(boot["n_boot"]), float(boot["ci"]), int(boot["random_state"])
-    if not 10 <= n_boot <= 100_000 or not 0 < level < 1:
-        raise InputError(f"Expected [bootstrap] n_boot in [10, 100000] and ci in (0, 1), got {n_boot} and {level}.")
     compute_stats(catalog, [baseline, current], workers=workers, progress=progress)
     rec = {n: load_set_records(catalog, n) for n in (baseline, current)}
     img = {n: [f for f in rec[n].frames if f.image is not None] for n in rec}
@@ -114,15 +116,19 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
 
     if on("format"):
         gates.append(dr.format_gate(st[baseline], st[current], float(cfg["format"]["max_fraction"])))
+    # current frames of the baseline's scenes (matched by pair key) are drawn with their twins
+    base_index = {f.pair_key: i for i, f in enumerate(img[baseline])}
+    pairs = np.asarray([(base_index[f.pair_key], j) for j, f in enumerate(img[current]) if f.pair_key in base_index],
+                       dtype=np.int64).reshape(-1, 2)
     kw = dict(n_boot=n_boot, ci=level, random_state=seed)
     if on("channel_shift"):
         gates.append(dr.shift_gate("channel_shift", dr.exposure_matrix(st[baseline]), dr.exposure_matrix(st[current]),
                                    eps[baseline], eps[current], float(cfg["channel_shift"]["max_stops"]),
-                                   labels=["R", "G", "B"], **kw))
+                                   labels=["R", "G", "B"], pairs=pairs, **kw))
     if on("sharpness"):
         gates.append(dr.shift_gate("sharpness", dr.sharpness_vector(st[baseline]), dr.sharpness_vector(st[current]),
                                    eps[baseline], eps[current], float(cfg["sharpness"]["max_log2"]),
-                                   labels=["log2 sharpness"], **kw))
+                                   labels=["log2 sharpness"], pairs=pairs, **kw))
     if on("depth_dropout"):
         t = float(cfg["depth_dropout"]["max_increase"])
         dep = {n: [f for f in rec[n].frames if f.depth is not None] for n in rec}
@@ -151,7 +157,8 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
                              if len(mb) and len(mc) else dr.skipped(f"embedding:{enc.name}", t, "no embeddings on one side"))
             if on("domain_auc"):
                 t = float(cfg["domain_auc"]["max_auc"])
-                gates.append(dr.auc_gate(f"domain_auc:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed)
+                gates.append(dr.auc_gate(f"domain_auc:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed,
+                                         min_ratio=float(cfg["domain_auc"]["min_ratio"]))
                              if len(mb) and len(mc) else dr.skipped(f"domain_auc:{enc.name}", t, "no embeddings on one side"))
     if on("detector_ap"):
         gates += _detector_gates(catalog, baseline, current, float(cfg["detector_ap"]["max_drop"]))

@@ -10,13 +10,19 @@ real shift of a few tenths of a stop on a few hundred frames still fails.
 
 | gate | value | fails when |
 |---|---|---|
-| `format` | fraction of current frames whose size/dtype/channels differ from the baseline's usual one | > `format.max_fraction` |
+| `format` | share of current frames whose size/dtype/channels differ from the baseline's usual one, minus the baseline's own share | > `format.max_fraction` and significant (binomial, p < 0.01) |
 | `channel_shift` | largest per-channel change of the median linear-light mean, in stops (log2) | CI beyond +-`channel_shift.max_stops` |
 | `sharpness` | change of the median Laplacian energy, log2 (1 = twice as sharp) | CI beyond +-`sharpness.max_log2` |
 | `depth_dropout` | change of the mean fraction of invalid depth pixels | CI above `depth_dropout.max_increase` |
 | `embedding:ENC` | centroid distance (current vs baseline) / the baseline's own noise floor at the same sizes | > `embedding.max_ratio` |
-| `domain_auc:ENC` | cross-validated AUC of a current-vs-baseline classifier | > `domain_auc.max_auc` |
+| `domain_auc:ENC` | cross-validated AUC of a current-vs-baseline classifier | > `domain_auc.max_auc` and the embedding ratio > `domain_auc.min_ratio` |
 | `detector_ap:SRC` | AP(baseline) - AP(current) of a detector against ground truth | > `detector_ap.max_drop` |
+
+Detectability is not drift: with a few hundred frames a classifier tells apart changes nobody
+needs to act on (sigma = 2 sensor noise on clean frames: AUC 0.93). So the classifier gate also
+needs an effect size above the baseline's own variation: the centroid distance over the size-
+matched real-vs-real floor that the embedding gate reads. Every threshold's range is checked
+(`THRESHOLD_RANGES`): a config outside it exits 2 with one line.
 """
 
 from __future__ import annotations
@@ -42,18 +48,35 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
     "sharpness": {"enabled": True, "max_log2": 0.5},
     "depth_dropout": {"enabled": True, "max_increase": 0.05},
     "embedding": {"enabled": True, "max_ratio": 2.0},
-    "domain_auc": {"enabled": True, "max_auc": 0.85},
+    "domain_auc": {"enabled": True, "max_auc": 0.85, "min_ratio": 2.0},
     "detector_ap": {"enabled": True, "max_drop": 0.10},
     "bootstrap": {"n_boot": N_BOOT, "ci": 0.95, "random_state": 0},
 }
 
+# (low, high, low included, high included, integer) per numeric setting; anything outside is refused.
+THRESHOLD_RANGES: dict[tuple[str, str], tuple[float, float, bool, bool, bool]] = {
+    ("format", "max_fraction"): (0.0, 1.0, True, True, False),
+    ("channel_shift", "max_stops"): (0.0, 10.0, False, True, False),
+    ("sharpness", "max_log2"): (0.0, 10.0, False, True, False),
+    ("depth_dropout", "max_increase"): (0.0, 1.0, False, True, False),
+    ("embedding", "max_ratio"): (0.0, 1e6, False, True, False),
+    ("domain_auc", "max_auc"): (0.5, 1.0, True, True, False),
+    ("domain_auc", "min_ratio"): (0.0, 1e6, True, True, False),
+    ("detector_ap", "max_drop"): (0.0, 1.0, True, True, False),
+    ("bootstrap", "n_boot"): (10, 100_000, True, True, True),
+    ("bootstrap", "ci"): (0.0, 1.0, False, False, False),
+    ("bootstrap", "random_state"): (0, 2**32 - 1, True, True, True),
+}
+
 DESCRIPTIONS = {
-    "format": "share of current frames whose size, dtype or channel count differs from the baseline's usual one",
+    "format": "share of current frames whose size, dtype or channel count differs from the baseline's usual one, "
+              "beyond the baseline's own share of such frames",
     "channel_shift": "largest change of a channel's median linear-light mean, in stops",
     "sharpness": "change of the median Laplacian energy, log2 (blur < 0, noise or sharpening > 0)",
     "depth_dropout": "change of the mean fraction of invalid (0/NaN/inf) depth pixels",
     "embedding": "centroid distance current vs baseline, in units of the baseline's own noise floor at these sizes",
-    "domain_auc": "AUC of a classifier telling current from baseline frames (0.5 = indistinguishable)",
+    "domain_auc": "AUC of a classifier telling current from baseline frames (0.5 = indistinguishable); fails only "
+                  "with an effect above the baseline's own variation (embedding ratio)",
     "detector_ap": "AP drop of the detector against ground truth, baseline minus current",
 }
 
@@ -97,6 +120,24 @@ def load_config(path: str | Path | None) -> dict[str, dict[str, Any]]:
                 raise InputError(f"Drift config {str(p)!r}: [{table}] {key} must be a "
                                  f"{'boolean' if want is bool else 'finite number'}, got {value!r}.")
             cfg[table][key] = value
+    return validate_config(cfg, f"Drift config {str(p)!r}: ")
+
+
+def validate_config(cfg: dict[str, dict[str, Any]], where: str = "Drift config: ") -> dict[str, dict[str, Any]]:
+    """`cfg`, after checking every numeric setting against `THRESHOLD_RANGES`.
+
+    Raises:
+        InputError: one line naming the table, the key, the allowed range and the value.
+    """
+    for (table, key), (lo, hi, lo_in, hi_in, integer) in THRESHOLD_RANGES.items():
+        v = cfg.get(table, {}).get(key)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        ok = ok and (lo <= v if lo_in else lo < v) and (v <= hi if hi_in else v < hi)
+        if ok and integer and v != int(v):
+            ok = False
+        if not ok:
+            span = f"{'[' if lo_in else '('}{lo:g}, {hi:g}{']' if hi_in else ')'}"
+            raise InputError(f"{where}[{table}] {key} must be {'an integer ' if integer else ''}in {span}, got {v!r}.")
     return cfg
 
 
@@ -147,10 +188,38 @@ def _cluster_resample_stat(values: np.ndarray, labels: np.ndarray, stat, n_boot:
     return np.asarray(out)
 
 
-def _labels(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
-    from perception_gap.metrics.resampling import cluster_labels
+def _paired_resample_stat(base: np.ndarray, cur: np.ndarray, base_labels: np.ndarray, pairs: np.ndarray, stat,
+                          n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Replicates of stat on both sides when current frames match baseline frames (pairs (P, 2) of
+    (i_base, i_cur)): a paired current frame belongs to its baseline twin's cluster, unpaired ones
+    to clusters of their own, and one draw of clusters serves both sides, so the scenes shared by
+    both sides cancel in the difference."""
+    from perception_gap.metrics.resampling import check_pairs
 
-    return cluster_labels(episodes, n)
+    p = check_pairs(pairs, len(base), len(cur))
+    g_b = int(base_labels.max()) + 1
+    cur_labels = np.full(len(cur), -1)
+    cur_labels[p[:, 1]] = base_labels[p[:, 0]]
+    lone = cur_labels < 0  # unpaired current frames: one cluster each, numbered after the baseline's
+    cur_labels[lone] = g_b + np.arange(int(lone.sum()))
+    g = g_b + int(lone.sum())
+    out_b, out_c = [], []
+    for _ in range(n_boot):
+        w = np.bincount(rng.integers(g, size=g), minlength=g)
+        rows_b, rows_c = np.repeat(np.arange(len(base)), w[base_labels]), np.repeat(np.arange(len(cur)), w[cur_labels])
+        if len(rows_b) == 0 or len(rows_c) == 0:
+            continue
+        out_b.append(stat(base[rows_b]))
+        out_c.append(stat(cur[rows_c]))
+    return np.asarray(out_b), np.asarray(out_c)
+
+
+def _labels(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
+    """Bootstrap clusters: episodes, or contiguous blocks within them when there are fewer than
+    `MIN_EPISODES` (a one-episode side would otherwise give every replicate the same value)."""
+    from perception_gap.metrics.resampling import resampling_labels
+
+    return resampling_labels(episodes, n)
 
 
 def _interval(reps: np.ndarray, estimate: float, level: float) -> tuple[float, float]:
@@ -162,11 +231,13 @@ def _interval(reps: np.ndarray, estimate: float, level: float) -> tuple[float, f
 def shift_gate(name: str, base: np.ndarray, cur: np.ndarray, base_eps: Sequence[Hashable] | None,
                cur_eps: Sequence[Hashable] | None, threshold: float, *, labels: Sequence[str] | None = None,
                reducer: str = "median", one_sided: bool = False, n_boot: int = N_BOOT, ci: float = 0.95,
-               random_state: int = 0) -> Gate:
+               random_state: int = 0, pairs: np.ndarray | None = None) -> Gate:
     """A change of a per-frame quantity (N, C) between baseline and current, per column.
 
     The change of column c is reducer(cur[:, c]) - reducer(base[:, c]); its interval comes from
-    a cluster bootstrap of each side (episodes, or blocks of consecutive frames). The gate
+    a cluster bootstrap of each side (episodes, or blocks of consecutive frames; blocks within
+    episodes when there are fewer than 5). With `pairs` (P, 2) of (i_base, i_cur) (current
+    frames of the same scenes, matched by pair key) one draw serves both sides. The gate
     reports the column with the largest |change| and fails when that column's interval lies
     entirely beyond +-threshold (only above +threshold when `one_sided`).
     """
@@ -177,8 +248,11 @@ def shift_gate(name: str, base: np.ndarray, cur: np.ndarray, base_eps: Sequence[
     red = np.median if reducer == "median" else np.mean
     f = lambda a: red(a, axis=0)  # noqa: E731
     rng = np.random.default_rng(random_state)
-    rb = _cluster_resample_stat(base, _labels(base_eps, len(base)), f, n_boot, rng)
-    rc = _cluster_resample_stat(cur, _labels(cur_eps, len(cur)), f, n_boot, rng)
+    if pairs is not None and len(pairs):
+        rb, rc = _paired_resample_stat(base, cur, _labels(base_eps, len(base)), np.asarray(pairs), f, n_boot, rng)
+    else:
+        rb = _cluster_resample_stat(base, _labels(base_eps, len(base)), f, n_boot, rng)
+        rc = _cluster_resample_stat(cur, _labels(cur_eps, len(cur)), f, n_boot, rng)
     est = f(cur) - f(base)
     reps = rc - rb
     cols = labels or [str(i) for i in range(base.shape[1])]
@@ -215,13 +289,31 @@ def sharpness_vector(stats: Sequence[ImageStats]) -> np.ndarray:
 FIXED_SIZE_SHARE = 0.95  # the baseline has a fixed frame size when its usual size covers this share of frames
 
 
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), exactly (1 when k <= 0)."""
+    if k <= 0:
+        return 1.0
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    return float(sum(math.comb(n, i) * p ** i * (1.0 - p) ** (n - i) for i in range(k, n + 1)))
+
+
+FORMAT_ALPHA = 0.01  # the format gate fails only when the excess of odd frames is this unlikely by chance
+
+
 def format_gate(base: Sequence[ImageStats], cur: Sequence[ImageStats], threshold: float) -> Gate:
     """Share of current frames whose dtype or channel count (and frame size, when the baseline has
-    a fixed one) differ from the baseline's usual format.
+    a fixed one) differ from the baseline's usual format, beyond the baseline's own share.
 
-    A camera stream has one format, and any change is a pipeline change. A baseline of mixed
-    sizes (a photo collection) has no fixed size to hold the current frames to: then only dtype
-    and channels are checked, and the detail says so.
+    A camera stream has one format, and any change is a pipeline change. But a baseline may hold
+    a few odd frames itself (one greyscale frame in sixty): a current set with the same share
+    has not drifted. The value is the current share minus the baseline's; the gate fails when
+    it exceeds `threshold` and the current count of odd frames is unlikely (binomial tail below
+    `FORMAT_ALPHA`) at the baseline's own rate. A baseline of mixed sizes (a photo collection)
+    has no fixed size to hold the current frames to: then only dtype and channels are checked,
+    and the detail says so.
     """
     if not base or not cur:
         return skipped("format", threshold, "no frame statistics on one side")
@@ -235,18 +327,23 @@ def format_gate(base: Sequence[ImageStats], cur: Sequence[ImageStats], threshold
     def off(s: ImageStats) -> bool:
         return (s.dtype, s.channels) != usual_kind or (fixed and (s.width, s.height) != usual_size)
 
-    frac = sum(off(s) for s in cur) / len(cur)
+    k_cur = sum(off(s) for s in cur)
+    share_base = sum(off(s) for s in base) / len(base)
+    excess = k_cur / len(cur) - share_base
+    p_value = binomial_tail(k_cur, len(cur), share_base)
+    failed = excess > threshold and p_value < FORMAT_ALPHA
     fmt = lambda s: f"{s.width}x{s.height} {s.dtype} x{s.channels}"  # noqa: E731
-    return Gate(name="format", value=frac, threshold=threshold, passed=frac <= threshold,
-                status="passed" if frac <= threshold else "failed",
+    return Gate(name="format", value=excess, threshold=threshold, passed=not failed,
+                status="failed" if failed else "passed",
                 detail={"baseline_usual": (f"{usual_size[0]}x{usual_size[1]} " if fixed else "") +
                         f"{usual_kind[0]} x{usual_kind[1]}",
+                        "current_share": k_cur / len(cur), "baseline_share": share_base, "p_value": p_value,
                         "size_checked": fixed, "baseline_sizes": len(sizes),
                         "current_formats": dict(Counter(fmt(s) for s in cur).most_common(5))})
 
 
-def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None,
-                   cur_eps: Sequence[Hashable] | None, threshold: float, *, random_state: int = 0) -> Gate:
+def floor_ratio(emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None, *,
+                random_state: int = 0) -> tuple[float, dict[str, Any]]:
     """Centroid distance current vs baseline over the baseline's own noise floor at matched sizes.
 
     The floor is the centroid distance between two halves of the baseline (episodes, or
@@ -254,38 +351,66 @@ def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_ep
     centroids grows like sqrt(1/n_1 + 1/n_2), so floor = d(halves) * sqrt((1/n_cur + 1/n_base) /
     (1/n_half1 + 1/n_half2)). A ratio near 1 is what two samples of the baseline's own
     distribution give.
+
+    Returns:
+        (ratio, detail); the ratio is inf when the floor is 0 (identical baseline frames) and the
+        distance is not.
+
+    Raises:
+        InsufficientData: too few frames for the distance or the floor.
     """
     from perception_gap.metrics import centroid_distance, noise_floor
 
     n_b, n_c = len(emb_base), len(emb_cur)
+    cd = centroid_distance(emb_cur, emb_base, random_state=random_state)
+    nf = noise_floor(emb_base, episodes=base_eps, random_state=random_state)
+    floor = nf.value_norm * math.sqrt((1 / n_c + 1 / n_b) / (1 / nf.n_a + 1 / nf.n_b))
+    ratio = cd.value_norm / floor if floor > 0 else (0.0 if cd.value_norm == 0 else math.inf)
+    return ratio, {"centroid_distance_norm": cd.value_norm, "noise_floor_halves": nf.value_norm,
+                   "noise_floor_matched": floor, "noise_floor_method": nf.method, "n_baseline": n_b, "n_current": n_c}
+
+
+def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None,
+                   cur_eps: Sequence[Hashable] | None, threshold: float, *, random_state: int = 0) -> Gate:
+    """`floor_ratio` of current vs baseline against `threshold` (see `floor_ratio`)."""
     try:
-        cd = centroid_distance(emb_cur, emb_base, random_state=random_state)
-        nf = noise_floor(emb_base, episodes=base_eps, random_state=random_state)
+        ratio, detail = floor_ratio(emb_base, emb_cur, base_eps, random_state=random_state)
     except InsufficientData as e:
         return skipped(name, threshold, str(e))
-    scale = math.sqrt((1 / n_c + 1 / n_b) / (1 / nf.n_a + 1 / nf.n_b))
-    floor = nf.value_norm * scale
-    if floor <= 0:
+    if detail["noise_floor_matched"] <= 0:
         return skipped(name, threshold, "the baseline's noise floor is 0 (identical frames)")
-    ratio = cd.value_norm / floor
     return Gate(name=name, value=ratio, threshold=threshold, passed=ratio <= threshold,
-                status="passed" if ratio <= threshold else "failed",
-                detail={"centroid_distance_norm": cd.value_norm, "noise_floor_halves": nf.value_norm,
-                        "noise_floor_matched": floor, "noise_floor_method": nf.method, "n_baseline": n_b,
-                        "n_current": n_c})
+                status="passed" if ratio <= threshold else "failed", detail=detail)
 
 
 def auc_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None,
-             cur_eps: Sequence[Hashable] | None, threshold: float, *, random_state: int = 0) -> Gate:
-    """Grouped cross-validated AUC of a current-vs-baseline classifier."""
+             cur_eps: Sequence[Hashable] | None, threshold: float, *, min_ratio: float = 0.0,
+             random_state: int = 0) -> Gate:
+    """Grouped cross-validated AUC of a current-vs-baseline classifier, gated on effect size too.
+
+    Fails when the AUC exceeds `threshold` *and* the shift is larger than the baseline's own
+    variation: `floor_ratio` above `min_ratio` (0 = the AUC alone, the old behaviour). A
+    classifier detects small consistent changes (sensor noise on clean frames) long before they
+    move the frames beyond what the baseline itself spans.
+    """
     from perception_gap.metrics import domain_auc
 
     try:
         auc = domain_auc(emb_cur, emb_base, episodes_sim=cur_eps, episodes_real=base_eps, random_state=random_state)
     except InsufficientData as e:
         return skipped(name, threshold, str(e))
-    return Gate(name=name, value=auc.value, threshold=threshold, passed=auc.value <= threshold,
-                status="passed" if auc.value <= threshold else "failed", detail=auc.to_dict())
+    detail: dict[str, Any] = {**auc.to_dict(), "min_ratio": min_ratio, "effect_ratio": None}
+    big = True
+    if min_ratio > 0:
+        try:
+            ratio, _ = floor_ratio(emb_base, emb_cur, base_eps, random_state=random_state)
+            detail["effect_ratio"] = ratio if math.isfinite(ratio) else None
+            big = ratio > min_ratio
+        except InsufficientData as e:  # no floor to size the effect against: the AUC alone decides
+            detail["effect_ratio_skipped"] = str(e)
+    failed = auc.value > threshold and big
+    return Gate(name=name, value=auc.value, threshold=threshold, passed=not failed,
+                status="failed" if failed else "passed", detail=detail)
 
 
 def ap_gate(name: str, ap_base: float | None, ap_cur: float | None, threshold: float, **detail: Any) -> Gate:

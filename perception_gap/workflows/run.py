@@ -26,7 +26,14 @@ from perception_gap.metrics import (
     pair_cosine_distances,
     paired_cosine,
 )
-from perception_gap.ranking import EncoderScore, clip_band, rank_encoders
+from perception_gap.ranking import (
+    EncoderScore,
+    clip_band,
+    is_reference,
+    probe_informative,
+    rank_encoders,
+    ranking_basis,
+)
 from perception_gap.version import __version__
 from perception_gap.workflows.detection import detection_results
 from perception_gap.workflows.stats import stats_job
@@ -109,8 +116,12 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
         return entry
     ep_r = [m["episode"] for m in meta_r]
     grp_s, grp_r = _groups(meta_s, meta_r), _groups(meta_r, meta_s)
+    real_index = {m["pair_key"]: i for i, m in enumerate(meta_r)}
+    pairs = np.asarray([(i, real_index[m["pair_key"]]) for i, m in enumerate(meta_s) if m["pair_key"] in real_index],
+                       dtype=np.int64).reshape(-1, 2)
+    # pairs matter when a side has few episodes: resampling then draws or swaps matched pairs
     cd = _try(insufficient, "centroid distance", lambda: centroid_distance_ci(
-        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state))
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs))
     if cd is not None:
         entry["centroid_distance"] = cd.value
         entry["centroid_distance_norm"] = cd.value_norm
@@ -120,9 +131,6 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
     if nf is not None:
         entry["noise_floor"] = nf.value_norm
         entry["noise_floor_method"] = nf.method
-    real_index = {m["pair_key"]: i for i, m in enumerate(meta_r)}
-    pairs = np.asarray([(i, real_index[m["pair_key"]]) for i, m in enumerate(meta_s) if m["pair_key"] in real_index],
-                       dtype=np.int64).reshape(-1, 2)
     if len(pairs):
         pc = _try(insufficient, "paired cosine", lambda: paired_cosine(emb_s, emb_r, pairs, random_state=random_state))
         if pc is not None:
@@ -140,12 +148,12 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
         insufficient["paired cosine"] = "no sim and real frames share a pair key"
     entry["pca_2d"] = _pca_2d(emb_s, emb_r, random_state)
     auc = _try(insufficient, "domain AUC", lambda: domain_auc(
-        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state))
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs))
     entry["domain_auc"] = auc.value if auc is not None else None
     mm = _try(insufficient, "MMD", lambda: mmd(emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r,
-                                                        random_state=random_state))
+                                                        random_state=random_state, pairs=pairs))
     entry["mmd"] = {"value": mm.value, "p_value": mm.p_value, "bandwidth": mm.bandwidth,
-                    "n_permutations": mm.n_permutations} if mm is not None else None
+                    "n_permutations": mm.n_permutations, "permutation": mm.permutation} if mm is not None else None
     y_s, key_s = _targets(meta_s)
     y_r, key_r = _targets(meta_r)
     if y_s is not None and y_r is not None and key_s == key_r and y_s.shape[1] == y_r.shape[1]:
@@ -163,19 +171,27 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
 
 
 def _rank(entries: list[dict[str, Any]]) -> None:
+    """Rank, Pareto front, probe_informative and ranking_basis on every entry; the pixel baseline is
+    a reference row (`reference` True, `rank` None, `ranking_basis` "reference")."""
     scores = []
     for e in entries:
+        probe = e.get("probe") or {}
+        e["probe_informative"] = probe_informative(probe.get("sim_to_sim"))
+        e["reference"] = is_reference(e.get("family"))
         cd = e.get("centroid_distance_norm")
-        if cd is None:
+        e["gap_above_floor"] = None if cd is None else cd - e["noise_floor"] if e.get("noise_floor") is not None else cd
+        e["ranking_basis"] = "reference" if e["reference"] else None
+        if cd is None or e["reference"]:
             continue
-        gap = cd - e["noise_floor"] if e.get("noise_floor") is not None else cd
-        scores.append(EncoderScore(name=e["name"], gap=gap, probe=(e.get("probe") or {}).get("sim_to_real")))
+        score = EncoderScore(name=e["name"], gap=e["gap_above_floor"], probe=probe.get("sim_to_real"),
+                             probe_informative=e["probe_informative"] is not False)
+        e["ranking_basis"] = ranking_basis(score)
+        scores.append(score)
     ranked = {r.name: r for r in rank_encoders(scores)}
     for e in entries:
         r = ranked.get(e["name"])
         e["rank"] = r.rank if r else None
         e["pareto_front"] = r.on_front if r else None
-        e["gap_above_floor"] = next((s.gap for s in scores if s.name == e["name"]), None)
 
 
 def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
@@ -217,7 +233,7 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] |
         entry["skipped"] = catalog.embedding_skip_reasons(sim, enc.fingerprint) + catalog.embedding_skip_reasons(real, enc.fingerprint)
         entries.append(entry)
     _rank(entries)
-    entries.sort(key=lambda e: (e["rank"] is None, e["rank"] or 0, e["name"]))
+    entries.sort(key=lambda e: (e["rank"] is None, e["reference"], e["rank"] or 0, e["name"]))
     stats_findings = [Finding(**{k: f[k] for k in ("code", "severity", "title", "evidence", "action", "score")})
                       for f in res["findings"]]
     det, det_findings = detection_results(catalog, sim, real, random_state=random_state)

@@ -34,6 +34,7 @@ from perception_gap.errors import InputError, InsufficientData
 from perception_gap.metrics.bootstrap import centred_ci
 from perception_gap.metrics.centroid import DEFAULT_N_COMPONENTS, cluster_stats, normed, scaled_distance
 from perception_gap.metrics.projection import Rows, fit_projection
+from perception_gap.metrics.resampling import episode_blocks, few_clusters
 from perception_gap.statistics.image import ImageStats
 
 N_BOOT = 1_000
@@ -63,23 +64,39 @@ def scene_clusters(keys: dict[str, Sequence[str]], episodes: dict[str, Sequence[
     A pair key present in more than one set is one scene, labelled by the real frame's
     episode where known (so an episode is never split), else by the key. A frame whose key
     no other set has is a cluster of its own set (its episode where known, else its key).
+    Where fewer than `MIN_EPISODES` (5) episodes label the shared scenes (or a set's own
+    frames), whole episodes are too few to resample: each is cut into contiguous blocks of
+    its keys, in the order given (`episode_blocks`), so a one-episode set still has about
+    `N_BLOCKS` units, and a shared key gets the same block in every set.
     """
     count: dict[str, int] = {}
     for name, ks in keys.items():
         for k in set(ks):
             count[k] = count.get(k, 0) + 1
     real_ep = {k: e for k, e in zip(keys.get(real, ()), episodes.get(real, ())) if e is not None}
+    in_order = [k for name in [real] + [n for n in keys if n != real] for k in keys.get(name, ())]
+    shared = [k for k in dict.fromkeys(in_order) if count.get(k, 0) > 1 and k in real_ep]
+    scene = _blocks_if_few({k: ("episode", real_ep[k]) for k in shared})
     out: dict[str, list[Hashable]] = {}
     for name, ks in keys.items():
         eps = episodes.get(name) or [None] * len(ks)
+        own = _blocks_if_few({k: (name, "episode", e) for k, e in zip(ks, eps) if count.get(k, 0) <= 1 and e is not None})
         labels: list[Hashable] = []
         for k, e in zip(ks, eps):
             if count.get(k, 0) > 1:
-                labels.append(("episode", real_ep[k]) if k in real_ep else ("scene", k))
+                labels.append(scene[k] if k in scene else ("scene", k))
             else:
-                labels.append((name, "episode", e) if e is not None else (name, "frame", k))
+                labels.append(own[k] if k in own else (name, "frame", k))
         out[name] = labels
     return out
+
+
+def _blocks_if_few(label_of: dict[str, Hashable]) -> dict[str, Hashable]:
+    """Key -> cluster label, refined into contiguous blocks of keys when the labels are few."""
+    labels = list(label_of.values())
+    if not labels or not few_clusters(labels):
+        return label_of
+    return dict(zip(label_of, episode_blocks(labels)))
 
 
 def _weights(draws: np.ndarray, g: int) -> np.ndarray:
