@@ -83,8 +83,8 @@ def discover_cameras(root: Path) -> tuple[list[Camera], list[str]]:
     cams: list[Camera] = []
     notes: list[str] = []
     sr = root / "simpler" / "real"
-    if sr.is_dir():  # robot cameras; masks and the brightness-edited copies are not camera frames
-        ps = [p for p in sr.rglob("*.png") if not any(t in p.stem for t in ("mask", "_darker", "_brighter"))]
+    if sr.is_dir():  # robot cameras; masks, a debug overlay and brightness-edited copies are not frames
+        ps = [p for p in sr.rglob("*.png") if not any(t in p.stem for t in ("mask", "debug", "_darker", "_brighter"))]
         cams += _group("simpler/real", ps)
     else:
         notes.append(f"{sr} absent")
@@ -237,9 +237,23 @@ def chroma_420(a: np.ndarray) -> np.ndarray:
 
 
 def add_holes(depth: np.ndarray, rng: np.random.Generator, points: float) -> np.ndarray:
-    """About `points` percentage points more invalid pixels, in blobs, on top of the existing holes."""
-    valid = float(np.mean(depth > 0))
-    return F.depth_holes(depth, rng, min(0.95, points / 100.0 / max(valid, 1e-6)))
+    """`points` percentage points more invalid pixels (within 0.2 points), in blobs, on top of the existing holes.
+
+    `F.depth_holes` punches a share of all pixels, some of them holes already: its share is
+    bisected on one random field (the same generator state each try) until the added share fits.
+    """
+    target = points / 100.0
+    state = rng.bit_generator.state
+    lo, hi, out = 0.0, 1.0, depth
+    for _ in range(12):
+        frac = (lo + hi) / 2
+        rng.bit_generator.state = state
+        out = F.depth_holes(depth, rng, frac)
+        added = float(np.mean(depth > 0) - np.mean(out > 0))
+        if abs(added - target) < 0.002:
+            break
+        lo, hi = (frac, hi) if added < target else (lo, frac)
+    return out
 
 
 def dropout_points(before: tuple[np.ndarray, ...], after: tuple[np.ndarray, ...]) -> float:
@@ -287,19 +301,17 @@ def _wb_gains(m: float) -> tuple[float, float, float]:
     return (2.0 ** (m / 2), 1.0, 2.0 ** (-m / 2))
 
 
-def _proprio(side: Side, rng: np.random.Generator, scale: float) -> Side:
-    return replace(side, proprio=tuple(tuple(v * scale for v in row)
-                                       for row in F.joint_trajectory(rng, len(side.keys))))
+def _proprio(side: Side, rows: np.ndarray, scale: float) -> Side:
+    return replace(side, proprio=tuple(tuple(float(v) * scale for v in row) for row in rows))
 
 
 def _joints(real_scale: float) -> Transform:
     """Joint angles through a manifest: sim in radians, real times `real_scale` (deg: 180/pi).
-    Paired sides share one trajectory (same seed), unpaired sides draw their own."""
+    One robot trajectory: paired sides share its rows, unpaired sides take consecutive stretches."""
     def t(s: Side, r: Side, m: float, rng: np.random.Generator) -> tuple[Side, Side]:
-        seed = int(rng.integers(2**31))
-        same = s.keys == r.keys
-        return (_proprio(s, np.random.default_rng(seed), 1.0),
-                _proprio(r, np.random.default_rng(seed if same else seed + 1), real_scale))
+        n_s = len(s.keys)
+        traj = F.joint_trajectory(rng, n_s if s.keys == r.keys else n_s + len(r.keys))
+        return _proprio(s, traj[:n_s], 1.0), _proprio(r, traj[-len(r.keys):], real_scale)
     return t
 
 
