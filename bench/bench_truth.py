@@ -120,8 +120,9 @@ class Runner:
         self._n = 0
 
     def _index(self, side, domain: str, folder: Path, name: str) -> str:
-        import perception_gap as pg
         from truth_cases import write_side
+
+        import perception_gap as pg
 
         write_side(side, folder)
         pg.index_folder(self.cat, folder, name, domain, depth_unit=side.depth_unit, workers=1)
@@ -137,8 +138,9 @@ class Runner:
         return self._index(side, domain, case_dir / domain, f"{case_dir.name}_{domain}")
 
     def _manifest_sets(self, sim, real, case_dir: Path) -> tuple[str, str]:
-        import perception_gap as pg
         from truth_cases import write_side
+
+        import perception_gap as pg
 
         rows = []
         for side, domain in ((sim, "sim"), (real, "real")):
@@ -150,8 +152,9 @@ class Runner:
         return f"{case_dir.name}_sim", f"{case_dir.name}_real"
 
     def run(self, cam, seed: int, fault, magnitude: float, basis: str, idx: tuple) -> CaseResult:
-        import perception_gap as pg
         from truth_cases import case_rng, clean_side, dropout_points
+
+        import perception_gap as pg
 
         label = fault.label(magnitude)
         case = f"{cam.name}/s{seed}/{fault.family}/{label}/{basis}"
@@ -172,7 +175,7 @@ class Runner:
                 sim_set = self._side_set(sim, sim0, "sim", case_dir, clean_key)
                 real_set = self._side_set(real, real0, "real", case_dir, clean_key)
             res = pg.stats(self.cat, sim_set, real_set, workers=1)
-        except Exception as e:  # an engine failure is this case's outcome, not the end of the suite
+        except Exception as e:  # noqa: BLE001  an engine failure is this case's outcome, not the end of the suite
             res = {"findings": [{"code": "error", "severity": "error", "score": 0.0,
                                  "title": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}]}
         findings = [{k: f[k] for k in ("code", "severity", "title", "score")} for f in res["findings"]]
@@ -222,8 +225,8 @@ def confusion_table(rows: list[CaseResult]) -> list[str]:
 
 def rate_table(rows: list[CaseResult]) -> list[str]:
     """Per expected code: hit rate at/above the limit and over all magnitudes, paired and unpaired."""
-    lines = [f"{'code':<16}{'sev':<5}{'paired >=limit':>16}{'unpaired >=limit':>18}"
-             f"{'paired all':>16}{'unpaired all':>16}"]
+    lines = [(f"{'code':<16}{'sev':<5}{'paired >=limit':>16}{'unpaired >=limit':>18}"
+             f"{'paired all':>16}{'unpaired all':>16}")]
     for code in BUG_CODES + GAP_CODES:
         sub = [r for r in rows if r.expected == code]
         if not sub:
@@ -253,8 +256,8 @@ def report(rows: list[CaseResult], cams: list, notes: list[str], args, seconds: 
     for cam in cams:
         lines.append(f"  camera {cam.name:<22} {_split_of(cam.name):<8} {len(cam.rgb_paths):>3} frames"
                      f"{' + depth (' + cam.depth_unit + ')' if cam.depth_paths else ''}   [{cam.source}]")
-    lines += ["", f"{len(rows)} cases in {seconds:.0f} s ({'quick' if args.quick else 'full'}, "
-              f"split {args.split}, up to {args.frames} frames a camera)", "", "CONFUSION (all magnitudes)"]
+    lines += ["", (f"{len(rows)} cases in {seconds:.0f} s ({'quick' if args.quick else 'full'}, "
+              f"split {args.split}, up to {args.frames} frames a camera)"), "", "CONFUSION (all magnitudes)"]
     lines += confusion_table(rows)
     lines += ["", "DETECTION RATE (named first with the expected severity)"] + rate_table(rows)
     ctrl = [r for r in rows if r.expected == "none"]
@@ -264,8 +267,8 @@ def report(rows: list[CaseResult], cams: list, notes: list[str], args, seconds: 
         found = "; ".join(f"{f['code']}:{f['severity']} {f['title']}" for f in r.findings if f["severity"] != "info")
         lines.append(f"  FALSE  {r.case}: {found}")
     misses = [r for r in rows if r.expected != "none" and not r.hit]
-    lines += ["", f"MISSES: {len(misses)} ({sum(bool(r.at_or_above_limit) for r in misses)} at/above the limit; "
-              "* = at/above)"]
+    lines += ["", (f"MISSES: {len(misses)} ({sum(bool(r.at_or_above_limit) for r in misses)} at/above the limit; "
+              "* = at/above)")]
     for r in sorted(misses, key=lambda r: (r.family, r.basis, r.camera, r.magnitude)):
         mark = "*" if r.at_or_above_limit else " "
         lines.append(f" {mark} {r.case:<58} expected {r.expected}:{r.expected_severity}  got "
@@ -313,8 +316,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def run_all(args: argparse.Namespace, cams: list, tmp: Path, progress) -> list[CaseResult]:
-    import perception_gap as pg
     from truth_cases import FAULTS, split_indices
+
+    import perception_gap as pg
 
     faults = [f for f in FAULTS if f.code == "none" or not args.family
               or any(f.family.startswith(p) for p in args.family)]

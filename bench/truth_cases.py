@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import shutil
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 import faults as F  # tests/faults.py; bench_truth.py puts tests/ on sys.path
 import numpy as np

@@ -19,11 +19,11 @@ for _p in (ROOT / "tests", ROOT / "bench"):
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-import bench_truth as B  # noqa: E402
-import faults as F  # noqa: E402
-import truth_cases as T  # noqa: E402
+import bench_truth as B
+import faults as F
+import truth_cases as T
 
-from perception_gap.ingest import decode_depth  # noqa: E402
+from perception_gap.ingest import decode_depth
 
 
 def _image(seed: int = 0, h: int = 48, w: int = 64) -> np.ndarray:
@@ -33,7 +33,7 @@ def _image(seed: int = 0, h: int = 48, w: int = 64) -> np.ndarray:
 def test_pointwise_tables_equal_the_faults_they_replace():
     a = _image()
     for stops in (-1.0, -0.15, 0.3):
-        assert np.array_equal(T.pointwise(lambda x: F.expose(x, stops))(a), F.expose(a, stops))
+        assert np.array_equal(T.pointwise(lambda x, s=stops: F.expose(x, s))(a), F.expose(a, stops))
     gains = T._wb_gains(0.6)
     assert np.array_equal(T.pointwise(lambda x: F.white_balance(x, gains))(a), F.white_balance(a, gains))
     assert gains[0] / gains[2] == pytest.approx(2 ** 0.6) and gains[1] == 1.0
