@@ -236,6 +236,14 @@ def chroma_420(a: np.ndarray) -> np.ndarray:
     return np.asarray(Image.merge("YCbCr", (y, cb, cr)).convert("RGB"))
 
 
+def chroma_subsampled(cam: "Camera") -> bool:
+    """Whether a camera's frames are JPEGs stored with 4:2:0 chroma (a 4:2:0 fault is then a no-op)."""
+    from PIL import JpegImagePlugin
+
+    with Image.open(cam.rgb_paths[0]) as im:
+        return im.format == "JPEG" and JpegImagePlugin.get_sampling(im) == 2
+
+
 def add_holes(depth: np.ndarray, rng: np.random.Generator, points: float) -> np.ndarray:
     """`points` percentage points more invalid pixels (within 0.2 points), in blobs, on top of the existing holes.
 
@@ -326,8 +334,8 @@ class Fault:
         unit: what `magnitudes` measure; their absolute value is compared with the detection limit.
         magnitudes: the full run's magnitudes; `quick` those of `--quick`.
         transform: (clean sim, clean real, magnitude, rng) -> (sim, real).
-        needs: `rgb` (frames only), `rgb+depth` (with depth where the camera has it) or `depth`
-            (cameras with depth only).
+        needs: `rgb` (frames only), `rgb+depth` (with depth where the camera has it), `depth`
+            (cameras with depth only) or `rgb444` (cameras whose frames are not 4:2:0 JPEGs).
         bases: `paired` and/or `unpaired`.
     """
 
@@ -409,7 +417,8 @@ FAULTS: tuple[Fault, ...] = (
           _real(lambda a, m, rng: F.add_sensor_noise(a, rng, m)), label=lambda m: f"sigma{m:g}"),
     Fault("compression/jpeg", "compression", "gap", "100 - JPEG quality", (30.0, 50.0, 70.0), (30.0, 70.0),
           lambda s, r, m, rng: (s, replace(r, fmt=f"jpg{100 - int(m)}")), label=lambda m: f"q{100 - int(m)}"),
-    Fault("compression/chroma420", "compression", "gap", "-", _ONE, _ONE, _real(lambda a, m, rng: chroma_420(a))),
+    Fault("compression/chroma420", "compression", "gap", "-", _ONE, _ONE, _real(lambda a, m, rng: chroma_420(a)),
+          needs="rgb444"),
     Fault("depth_dropout", "depth_dropout", "gap", "added invalid points", (5.0, 9.0, 20.0), (5.0, 20.0), _holes,
           needs="depth", label=lambda m: f"+{m:g}pts"),
 )

@@ -54,12 +54,12 @@ CHECKS: tuple[tuple[str, Callable[[Context], Finding | None]], ...] = (
     ("channel_swap", check_channel_swap),
     ("depth_scale", check_depth_scale),
     ("depth_dropout", check_depth_dropout),
+    ("brightness", check_brightness),
+    ("white_balance", check_white_balance),
     ("compression", check_compression),
     ("sensor_noise", check_sensor_noise),
     ("resize_filter", check_resize_filter),
     ("sharpness", check_sharpness),
-    ("brightness", check_brightness),
-    ("white_balance", check_white_balance),
     ("joint_units", check_joint_units),
 )
 

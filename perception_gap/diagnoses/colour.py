@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from perception_gap.diagnoses.common import DIST_Z, dist_z, num, nums, srgb_to_linear
+from perception_gap.diagnoses.common import DIST_Z, dist_z, excludes_zero, median_ci, num, nums, srgb_to_linear
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.encoding import Encoding, to01
 from perception_gap.findings import Finding
@@ -24,14 +24,17 @@ from perception_gap.statistics.records import FrameRecord
 # swap costs < 0.01 swapped and 0.50-0.60 under identity.
 SWAP_GAIN_WEIGHT = 0.5
 SWAP_RATIO = 0.4
-SWAP_MARGIN = {"pairs": 0.08, "distribution": 0.2}
+SWAP_MARGIN = {"pairs": 0.08, "distribution": 0.12}
 
-# Brightness: one third of a stop is a camera's exposure step and about the smallest exposure
-# difference a viewer notices; sigma-2 noise and JPEG q90 move mean luminance by < 0.02 stop.
-BRIGHTNESS_STOPS = 0.3
-# White balance: 0.1 in log2(R/G) or log2(B/G) is a 7% gain (~300 K near 5000 K); noise and
-# JPEG chroma subsampling move these by < 0.01.
-WB_LOG2 = 0.1
+# Thresholds follow measurement precision. Paired, a finding needs a practically relevant effect
+# whose median CI over pairs excludes zero (matched pairs measure a -0.3 stop shift as -0.2998);
+# unpaired, the bar is higher and the effect must also clear the scene-to-scene spread (DIST_Z).
+# Brightness: 0.15 stop (11%) is half a camera exposure step, about the smallest exposure change
+# that matters to a policy; sigma-2 noise and JPEG q90 move mean luminance by < 0.02 stop.
+BRIGHTNESS_STOPS = {"pairs": 0.15, "distribution": 0.3}
+# White balance: 0.1 in log2(R/G) or log2(B/G) is a 7% gain (~300 K near 5000 K); paired 0.07
+# (5%). Noise and JPEG chroma subsampling move these by < 0.01.
+WB_LOG2 = {"pairs": 0.07, "distribution": 0.1}
 
 _REC709 = np.array([0.2126, 0.7152, 0.0722])
 
@@ -185,29 +188,30 @@ def check_brightness(ctx: Context) -> Finding | None:
         per_pair = exposure_stops(lin_s, lin_r)
         stops = float(np.median(per_pair))
         spread = [float(np.percentile(per_pair, 25)), float(np.percentile(per_pair, 75))]
-        z_ok = True
+        z_ok = excludes_zero(median_ci(per_pair))
     else:
         ys = np.log2(np.clip(lin_s @ _REC709, 1e-6, None))
         yr = np.log2(np.clip(lin_r @ _REC709, 1e-6, None))
         stops = float(np.median(ys) - np.median(yr))
         spread = None
         z_ok = dist_z(ys, yr) >= DIST_Z
-    if abs(stops) < BRIGHTNESS_STOPS or not z_ok:
+    if abs(stops) < BRIGHTNESS_STOPS[basis] or not z_ok:
         return None
-    pct = 2.0 ** abs(stops) - 1.0
     word = "brighter" if stops > 0 else "darker"
+    ctx.memo["brighter"] = "sim" if stops > 0 else "real"  # the high-frequency checks discount what exposure moves
     budget = math.ceil(abs(stops) * 10 - 1e-9) / 10
     ev = basis_evidence(basis, n_pairs, ctx)
     ev.update({"stops_sim_minus_real": num(stops), "luminance_ratio_sim_over_real": num(2.0 ** stops),
-               "threshold_stops": BRIGHTNESS_STOPS,
+               "threshold_stops": BRIGHTNESS_STOPS[basis],
                "sim_linear_luminance": num(float(np.median(lin_s @ _REC709)), 5),
                "real_linear_luminance": num(float(np.median(lin_r @ _REC709)), 5)})
     if spread is not None:
         ev["stops_iqr"] = nums(spread)
-    title = f"Sim is {abs(stops):.2f} stops ({pct:.0%}) {word} than real."
-    action = (f"Randomize light intensity / exposure by at least ±{budget:.1f} stops (sim is "
-              f"{pct:.0%} {word}), or match the sim camera's exposure to the real one.")
-    return Finding("brightness", "gap", title, ev, action, num(abs(stops) / BRIGHTNESS_STOPS))
+    ratio = 2.0 ** stops
+    title = f"Sim is {abs(stops):.2f} stops {word} than real (sim luminance {ratio:.2f}x real's)."
+    action = (f"Randomize light intensity / exposure by at least ±{budget:.1f} stops (sim luminance is "
+              f"{ratio:.2f}x real's), or match the sim camera's exposure to the real one.")
+    return Finding("brightness", "gap", title, ev, action, num(abs(stops) / BRIGHTNESS_STOPS[basis]))
 
 
 def check_white_balance(ctx: Context) -> Finding | None:
@@ -221,23 +225,23 @@ def check_white_balance(ctx: Context) -> Finding | None:
     cs, cr = chroma_log2(lin_s), chroma_log2(lin_r)
     if basis == "pairs":
         shift = np.median(cs - cr, axis=0)
-        z_ok = True
+        z_ok = any(excludes_zero(median_ci(cs[:, k] - cr[:, k])) and abs(shift[k]) >= WB_LOG2[basis] for k in (0, 1))
     else:
         shift = np.median(cs, axis=0) - np.median(cr, axis=0)
         z_ok = max(dist_z(cs[:, 0], cr[:, 0]), dist_z(cs[:, 1], cr[:, 1])) >= DIST_Z
     rg, bg = float(shift[0]), float(shift[1])
     size = max(abs(rg), abs(bg))
-    if size < WB_LOG2 or not z_ok:
+    if size < WB_LOG2[basis] or not z_ok:
         return None
     warm = rg - bg
     tone = "warmer (redder)" if warm > 0 else "cooler (bluer)"
     ev = basis_evidence(basis, n_pairs, ctx)
     ev.update({"log2_r_over_g_sim_minus_real": num(rg), "log2_b_over_g_sim_minus_real": num(bg),
                "gain_r_sim_over_real": num(2.0 ** rg), "gain_b_sim_over_real": num(2.0 ** bg),
-               "threshold_log2": WB_LOG2, "sim_tone": tone})
+               "threshold_log2": WB_LOG2[basis], "sim_tone": tone})
     title = (f"Sim is {tone} than real: R/G gain x{2 ** rg:.2f}, B/G gain x{2 ** bg:.2f} "
              f"({size:.2f} log2).")
     action = (f"Randomize white-balance gains / colour temperature by at least ±{abs(2 ** rg - 1):.0%} "
               f"on R/G and ±{abs(2 ** bg - 1):.0%} on B/G, or match the sim light colour and the "
               f"camera's white balance.")
-    return Finding("white_balance", "gap", title, ev, action, num(size / WB_LOG2))
+    return Finding("white_balance", "gap", title, ev, action, num(size / WB_LOG2[basis]))

@@ -34,6 +34,10 @@ from perception_gap.statistics.records import FrameRecord
 
 CORNER, TOP, UPPER, MID, REF = 5, 4, 3, 2, 1  # SPECTRUM_BANDS: 0.5-0.72, 0.35-0.5, 0.25-0.35, 1/8-1/4, 1/16-1/8
 N_BANDS = 6
+# The distribution basis compares set medians of per-frame features that vary from scene to scene:
+# below this many frames a side, no high-frequency finding is made on it.
+MIN_DIST_FRAMES = 4
+FLAT_EXCESS = 1.8
 # A band's power after removing the side's own noise is kept at least this share of the measured
 # power, so that a noise estimate a little above the band power cannot produce log(0).
 MIN_SIGNAL_SHARE = 0.05
@@ -132,8 +136,14 @@ class HighFreq:
             stronger or weaker overall cancels; `band_clear` whether each is clear. Raw powers,
             sensor noise included: noise is named first (`texture.noise_fires`), and the noise an
             antialias filter averages away is part of what tells aliasing from blur.
+        signal_top: the top band's shape difference after each side's own noise is removed.
         top_excess: extra top-band power of the noisier side over the other (levels^2 per bin),
             raw (not noise-corrected): what the noise difference must explain.
+        excess: (N_BANDS,) band power sim - real, linear (levels^2 per bin): white noise adds the
+            same amount to every band, so an excess that is flat over the top bands is noise even
+            where the flat-region estimate finds no flat region (busy textures).
+        brighter: the brighter side when the brightness check fired, else None (an exposure
+            change moves fine detail too: clipping adds edges, gain amplifies noise).
         blockiness, quality, chroma: the compression measures (log2 of chroma).
         parity: duplicate-pixel parity.
     """
@@ -144,7 +154,10 @@ class HighFreq:
     variance: Contrast
     bands: tuple[float, ...]
     band_clear: tuple[bool, ...]
+    signal_top: Contrast
     top_excess: float
+    excess: tuple[float, ...]
+    brighter: str | None
     blockiness: Contrast
     quality: Contrast
     chroma: Contrast
@@ -158,6 +171,21 @@ class HighFreq:
         """sqrt of the variance difference, signed like it: the sigma the noisier side adds."""
         v = self.variance.diff
         return math.copysign(math.sqrt(abs(v)), v)
+
+    def flat_excess(self) -> float | None:
+        """Signed sigma (levels) of white noise explaining a flat excess over the top bands, else None.
+
+        Flat: the same sign in the upper, top and corner bands and within a factor FLAT_EXCESS of
+        each other (white noise reads 0.6-1.2 between them; aliasing 0.2-0.45 and blur under 0.25,
+        their excess falling towards the corners).
+        """
+        e = np.array([self.excess[UPPER], self.excess[TOP], self.excess[CORNER]])
+        if not (np.all(e > 0) or np.all(e < 0)):
+            return None
+        a = np.abs(e)
+        if a.max() / a.min() > FLAT_EXCESS:
+            return None
+        return math.copysign(math.sqrt(float(a.mean())), float(e[0]))
 
     def noise_explains_top(self) -> float:
         """Measured top-band excess of the noisier side / the noise variance difference (~1 for noise)."""
@@ -180,13 +208,14 @@ def analyse(ctx: Context) -> HighFreq | None:
 
     basis, fs, fr = ctx.image_sides(keep)
     out = None
-    if len(fs) >= 2 and len(fr) >= 2 and ctx.enc is not None and (basis == "pairs" or "resolution" not in ctx.fired):
-        out = _compare(basis, Side.of(fs, ctx.enc.sim), Side.of(fr, ctx.enc.real), len(fs))
+    need = 2 if basis == "pairs" else MIN_DIST_FRAMES
+    if len(fs) >= need and len(fr) >= need and ctx.enc is not None and (basis == "pairs" or "resolution" not in ctx.fired):
+        out = _compare(basis, Side.of(fs, ctx.enc.sim), Side.of(fr, ctx.enc.real), len(fs), ctx.memo.get("brighter"))
     ctx.memo["highfreq"] = out
     return out
 
 
-def _compare(basis: str, s: Side, r: Side, n: int) -> HighFreq:
+def _compare(basis: str, s: Side, r: Side, n: int, brighter: str | None) -> HighFreq:
     paired = basis == "pairs"
     ls, lr = np.log10(s.power), np.log10(r.power)
     ls, lr = ls - ls[:, REF:REF + 1], lr - lr[:, REF:REF + 1]
@@ -196,13 +225,17 @@ def _compare(basis: str, s: Side, r: Side, n: int) -> HighFreq:
     hi, lo = (s, r) if noisier_sim else (r, s)
     if paired:
         top_excess = float(np.median(hi.power[:, TOP] - lo.power[:, TOP]))
+        excess = tuple(float(x) for x in np.median(s.power - r.power, axis=0))
     else:
         top_excess = float(np.median(hi.power[:, TOP]) - np.median(lo.power[:, TOP]))
+        excess = tuple(float(x) for x in np.median(s.power, axis=0) - np.median(r.power, axis=0))
+    cs, cr = np.log10(s.signal()), np.log10(r.signal())
+    signal_top = contrast(cs[:, TOP] - cs[:, REF], cr[:, TOP] - cr[:, REF], paired)
     return HighFreq(
         basis=basis, n_pairs=n if paired else 0,
         noise=contrast(s.noise, r.noise, paired), variance=variance,
         bands=tuple(b.diff for b in bands), band_clear=tuple(b.clear for b in bands),
-        top_excess=top_excess,
+        signal_top=signal_top, top_excess=top_excess, excess=excess, brighter=brighter,
         blockiness=contrast(s.blockiness, r.blockiness, paired),
         quality=contrast(s.quality, r.quality, paired),
         chroma=contrast(np.log2(s.chroma), np.log2(r.chroma), paired),

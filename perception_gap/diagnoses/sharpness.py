@@ -12,25 +12,29 @@ explain fires neither.
 
 from __future__ import annotations
 
+import math
+
 from perception_gap.diagnoses.common import num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.highfreq import CORNER, MID, TOP, UPPER, HighFreq, analyse
 from perception_gap.diagnoses.texture import noise_fires
 from perception_gap.findings import Finding
 
-# A high-frequency difference: the top band's shape (noise-corrected, relative to the 1/16-1/8
-# band) differs by at least HF_TOP decades, clearly. Identical frames read 0; sigma-2 noise,
-# once removed, < 0.05; a 0.5-pixel Gaussian blur 0.35-0.5, a nearest 2x downscale against an
-# antialiased one 0.6-0.9.
-HF_TOP = {"pairs": 0.1, "distribution": 0.25}
-# Where the difference sits: (corner band - upper half of the top octave) / top band, all as
-# differences of spectral shape. Aliasing folds energy into the corners and the very top (high),
-# blur takes it out increasingly with frequency, but the blurred side's corners sink to its noise
-# floor instead of further (low). Measured paired on the shared cameras (robot 320x256 and
-# 640x480, VOC photos, RGB-D JPEGs): Gaussian blur sigma 0.5-1: -0.02-0.87; nearest or
-# non-antialiased bilinear 2x/3x downscales against antialiased bilinear/bicubic: 1.12-1.37
-# (0.88-1.11 against a box filter, itself weakly aliasing).
-ALIAS_SHAPE = 0.9
+# A high-frequency difference: the top band's shape (relative to the 1/16-1/8 band) differs by
+# at least HF_TOP decades, clearly. Identical frames read 0; sigma-2 noise with JPEG q90 on one
+# side up to 0.18; a 0.5-pixel Gaussian blur 0.35-0.5, a non-antialiased bilinear 2x downscale
+# against an antialiased one 0.4, a nearest one 0.6-0.9.
+HF_TOP = {"pairs": 0.25, "distribution": 0.35}
+# Where the difference sits. Paired: the extra power of the sharper side in the top band over
+# that in the upper band (linear, levels^2): blur removes a share of the signal that grows with
+# frequency, but the signal itself falls faster, so its excess falls towards Nyquist (0.15-0.53
+# measured on the shared cameras and synthetic textures, Gaussian sigma 0.7-1); aliasing adds
+# folded energy just below Nyquist, so its excess holds up or rises there (0.60-1.76: nearest and
+# non-antialiased bilinear 2x downscales against an antialiased one). Unpaired, per-band medians
+# of different scenes make that linear ratio unreliable; there the shape in decades, (corner band
+# - upper band) / top band, is used: blur sigma >= 1 read -1.1-0.43, aliasing 0.57-0.96 (4-8
+# frames a side).
+ALIAS_SHAPE = {"pairs": 0.57, "distribution": 0.5}
 # Nearest-neighbour upscaling (2x) makes every other horizontal pixel pair identical: dup_parity
 # 0.5-0.8 measured, vs < 0.1 for natural or noisy frames and up to 0.4 for bilinear 2x upscales
 # of flat synthetic content. Needs the high-parity side to be the sharper one as well.
@@ -46,9 +50,18 @@ _INTERPOLATED_UP = "interpolated (bilinear/bicubic) upscaling or native"
 def _hf_signature(hf: HighFreq) -> tuple[float, float] | None:
     """(top-band shape difference in decades, sharper side positive; where-it-sits ratio) or None."""
     top = hf.bands[TOP]
-    if abs(top) < HF_TOP[hf.basis] or not hf.band_clear[TOP] or noise_fires(hf):
+    if noise_fires(hf) or (hf.brighter is not None and hf.brighter == hf.sharper):
+        return None  # noise, or an exposure gain (clipped highlights, amplified noise), explains it
+    mid = hf.bands[MID]
+    if hf.band_clear[MID] and abs(mid) >= HF_TOP[hf.basis] and abs(mid) >= abs(top) and not hf.band_clear[TOP]:
+        return abs(mid), -math.inf  # a strong blur takes the top band down to the noise floor: the mid band shows it
+    if abs(top) < HF_TOP[hf.basis] or not hf.band_clear[TOP]:
         return None
-    shape = (hf.bands[CORNER] - hf.bands[UPPER]) / top  # the sharper side's view (signs cancel)
+    if hf.basis == "pairs":
+        up = hf.excess[UPPER]
+        shape = hf.excess[TOP] / up if up * top > 0 else 0.0  # sharper side's extra power, top over upper
+    else:
+        shape = (hf.bands[CORNER] - hf.bands[UPPER]) / top  # the sharper side's view (signs cancel)
     return abs(top), shape
 
 
@@ -77,7 +90,7 @@ def check_resize_filter(ctx: Context) -> Finding | None:
     top_par, lo_par = max(par_s, par_r), min(par_s, par_r)
     nearest_up = (sig is not None and top_par >= NEAREST_PARITY and top_par - lo_par >= NEAREST_PARITY_GAP
                   and hi_par == sharper)
-    aliasing = sig is not None and sig[1] >= ALIAS_SHAPE
+    aliasing = sig is not None and sig[1] >= ALIAS_SHAPE[hf.basis]
     if not (aliasing or nearest_up):
         return None
     family = ({sharper: _NEAREST_UP, other: _INTERPOLATED_UP} if nearest_up
@@ -113,12 +126,12 @@ def check_sharpness(ctx: Context) -> Finding | None:
     if hf is None:
         return None
     sig = _hf_signature(hf)
-    if sig is None or sig[1] >= ALIAS_SHAPE:
+    if sig is None or sig[1] >= ALIAS_SHAPE[hf.basis]:
         return None
     sharper = hf.sharper
     softer = "real" if sharper == "sim" else "sim"
     ratio = 10 ** sig[0]
-    ev = _hf_evidence(ctx, hf, sig[1])
+    ev = _hf_evidence(ctx, hf, sig[1] if math.isfinite(sig[1]) else None)
     ev["top_band_power_ratio"] = num(ratio, 3)
     title = (f"{sharper.capitalize()} frames are sharper than {softer} frames: {ratio:.1f}x the power just below "
              f"Nyquist, falling off through the upper bands as blur does (focus, motion or lens blur differs).")

@@ -191,13 +191,14 @@ def probe_exr(path: Path) -> Header:
     try:
         with OpenEXR.File(str(path), header_only=True) as f:
             hdr = f.header()
+            (x0, y0), (x1, y1) = hdr["dataWindow"]  # read inside: the header empties once the file closes
+            n_channels = len(hdr.get("channels", []))
     except Exception as e:
         raise FrameError(f"not a readable EXR file: {e}") from None
-    (x0, y0), (x1, y1) = hdr["dataWindow"]
     w, h = int(x1 - x0 + 1), int(y1 - y0 + 1)
     _check_size(w, h)
     return Header(width=w, height=h, format="EXR", mode="EXR", dtype="float32",
-                  channels=len(hdr.get("channels", [])) or 1)
+                  channels=n_channels or 1)
 
 
 def probe(path: Path, data: bytes) -> Header:
