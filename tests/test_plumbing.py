@@ -799,3 +799,66 @@ def test_optical_blur_is_a_sharpness_gap(request, src, side):
     sharper = "real" if side == "sim" else "sim"
     assert f.evidence["sharper_side"] == sharper and f.evidence["top_band_power_ratio"] > 2
     assert "resize_filter" not in codes(findings) and not [x for x in findings if x.severity == "bug"]
+
+
+# --------------------------------------------------------------------------------------------
+# issue 13: noise, compression, precision-following thresholds, dropout against the sensor's own
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("src", RGB_SOURCES)
+@pytest.mark.parametrize("side", SIDES)
+def test_sensor_noise_is_named_with_its_level(request, src, side):
+    """sigma 5 i.i.d. RGB noise on one side of otherwise identical frames: named, and its size read back."""
+    images = rgb_of(source(request, src))
+    rng = np.random.default_rng(40)
+    noisy = [F.add_sensor_noise(a, rng, 5.0) for a in images]
+    sim, real = (noisy, images) if side == "sim" else (images, noisy)
+    findings = run(image_set("s", "sim", sim), image_set("r", "real", real))
+    f = assert_top(findings, "sensor_noise", "gap")
+    assert f.evidence["noisier_side"] == side
+    assert f.evidence["added_sigma_rgb_iid"] == pytest.approx(5.0, abs=1.5)
+    assert not [x for x in findings if x.severity == "bug"]  # noise is never a resize-filter bug
+
+
+@pytest.mark.parametrize("src", RGB_SOURCES)
+def test_jpeg_compression_is_named(request, src):
+    images = rgb_of(source(request, src))
+    real = [F.jpeg_roundtrip(a, 30) for a in images]
+    f = assert_top(run(image_set("s", "sim", images), image_set("r", "real", real)), "compression", "gap")
+    assert f.evidence["compressed_side"] == "real" and f.evidence["signature"] == "blockiness"
+    assert f.evidence["blockiness_real"] > f.evidence["blockiness_sim"] * 1.15
+
+
+def test_chroma_subsampling_is_named(scenes):
+    """4:2:0 (Cb/Cr averaged over 2x2, upsampled) on one side: compression by chroma detail."""
+    images = rgb_of(scenes)
+
+    def c420(a: np.ndarray) -> np.ndarray:
+        y, cb, cr = Image.fromarray(a).convert("YCbCr").split()
+        w, h = cb.size
+        cb, cr = (c.resize(((w + 1) // 2, (h + 1) // 2), Image.BOX).resize((w, h), Image.BILINEAR) for c in (cb, cr))
+        return np.asarray(Image.merge("YCbCr", (y, cb, cr)).convert("RGB"))
+
+    f = assert_top(run(image_set("s", "sim", [c420(a) for a in images]), image_set("r", "real", images)),
+                   "compression", "gap")
+    assert f.evidence["compressed_side"] == "sim" and f.evidence["signature"] == "chroma_subsampling"
+
+
+@pytest.mark.parametrize("stops", [0.2, -0.2])
+def test_paired_brightness_follows_paired_precision(scenes, stops):
+    """Matched pairs measure a 0.2-stop shift to a few hundredths: named (the unpaired bar is 0.3)."""
+    images = rgb_of(scenes)
+    sim = image_set("s", "sim", [F.expose(a, stops) for a in images])
+    f = assert_top(run(sim, image_set("r", "real", images)), "brightness", "gap")
+    assert f.evidence["stops_sim_minus_real"] == pytest.approx(stops, abs=0.04)
+
+
+def test_depth_dropout_against_the_sensors_own_rate(scenes):
+    """A sensor that already drops ~11% on both sides, +9 points more on real: named (no 'twice as many' rule)."""
+    rng = np.random.default_rng(41)
+    base = [F.depth_holes(F.depth_to_mm_u16(d), rng, 0.11) for _, d in scenes]
+    more = [F.depth_holes(b, rng, 0.10) for b in base]
+    f = assert_top(run(*_depth_sets(base, more, 1000.0, 1000.0)), "depth_dropout", "gap")
+    assert f.evidence["dropout_diff_real_minus_sim"] == pytest.approx(0.09, abs=0.03)
+    assert f.evidence["dropout_diff_ci"][0] > 0
+    assert_clean(run(*_depth_sets(base, [b.copy() for b in base], 1000.0, 1000.0)))  # the same rate: quiet
