@@ -862,3 +862,18 @@ def test_depth_dropout_against_the_sensors_own_rate(scenes):
     assert f.evidence["dropout_diff_real_minus_sim"] == pytest.approx(0.09, abs=0.03)
     assert f.evidence["dropout_diff_ci"][0] > 0
     assert_clean(run(*_depth_sets(base, [b.copy() for b in base], 1000.0, 1000.0)))  # the same rate: quiet
+
+
+def test_unpaired_grey_scenes_say_they_cannot_tell_a_swap():
+    """Near-grey unpaired frames with red and blue swapped on one side: `info`, not a white-balance gap."""
+    rng = np.random.default_rng(42)
+
+    def grey(n):
+        return [np.clip(rng.normal(rng.uniform(60, 200), 20, (64, 80, 1)) * np.array([1.02, 1.0, 1.0]), 0, 255)
+                .astype(np.uint8) for _ in range(n)]
+
+    sim = image_set("s", "sim", [a[..., ::-1].copy() for a in grey(8)], keys=[f"s{i}" for i in range(8)])
+    real = image_set("r", "real", grey(8), keys=[f"r{i}" for i in range(8)])
+    findings = run(sim, real)
+    assert findings[0].code == "channel_swap" and findings[0].severity == "info"
+    assert_clean(findings)

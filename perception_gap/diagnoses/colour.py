@@ -23,6 +23,9 @@ from perception_gap.statistics.records import FrameRecord
 # 0.04-0.05 under identity and 0.54-0.64 swapped (a 1.5/0.6 cast 0.13-0.15 vs 0.61-0.74); a real
 # swap costs < 0.01 swapped and 0.50-0.60 under identity.
 SWAP_GAIN_WEIGHT = 0.5
+# Unpaired frames whose red and blue means differ by less than this (|ln R/B|, median) are too
+# grey for a swap to show: an `info` finding says the sets cannot tell (indoor grey scenes).
+GREY_CHROMA = 0.05
 SWAP_RATIO = 0.4
 SWAP_MARGIN = {"pairs": 0.08, "distribution": 0.12}
 
@@ -143,7 +146,7 @@ def check_channel_swap(ctx: Context) -> Finding | None:
     lm_r, cv_r = _log_means_cv(fr, ctx.enc.real)
     c_id, c_sw, details = swap_costs(lm_s, cv_s, lm_r, cv_r, basis == "pairs")
     if not (c_sw < SWAP_RATIO * c_id and c_id - c_sw >= SWAP_MARGIN[basis]):
-        return None
+        return _cannot_tell_swap(ctx, basis, lm_s, lm_r)
     # Natural scenes average redder than bluer (ImageNet mean R 0.485 > B 0.406, and every real
     # photo in the shared data has mean R > B), so the side whose frames are bluer is the BGR one.
     rb_s = float(np.median(lm_s[:, 0] - lm_s[:, 2]))
@@ -161,6 +164,22 @@ def check_channel_swap(ctx: Context) -> Finding | None:
     action = (f"Swap the channel order in the {bgr_side} pipeline (it delivers BGR, e.g. an OpenCV "
               f"imread/camera driver); do not randomize hue around it.")
     return Finding("channel_swap", "bug", title, ev, action, num((c_id - c_sw) / SWAP_MARGIN[basis]))
+
+
+def _cannot_tell_swap(ctx: Context, basis: str, lm_s: np.ndarray, lm_r: np.ndarray) -> Finding | None:
+    """Unpaired near-grey frames carry no red/blue signature: say so rather than name another cause."""
+    if basis == "pairs":
+        return None
+    chroma = max(float(np.median(np.abs(lm[:, 0] - lm[:, 2]))) for lm in (lm_s, lm_r))
+    if chroma >= GREY_CHROMA:
+        return None
+    ev = basis_evidence(basis, 0, ctx)
+    ev.update({"median_abs_log_r_over_b": num(chroma), "grey_below": GREY_CHROMA})
+    return Finding("channel_swap", "info",
+                   "Sim and real frames are nearly grey and unpaired: a red/blue channel swap cannot be told from "
+                   "these sets either way.",
+                   ev, "Index matched pairs (shared pair keys) or frames with coloured objects to check the channel "
+                       "order; white-balance figures of these sets are unreliable for the same reason.", 0.0)
 
 
 def _color_inputs(ctx: Context) -> tuple[str, int, np.ndarray, np.ndarray] | None:
