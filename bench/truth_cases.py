@@ -169,6 +169,35 @@ def clean_side(cam: Camera, idx: list[int], prefix: str, *, depth: bool) -> Side
                 depth_sources=dsrc, depth=dep, depth_fmt=cam.depth_unit or "mm")
 
 
+def _median_se(x: np.ndarray) -> float:
+    """Standard error of a sample median (normal approximation, MAD spread; as the engine's `dist_z`)."""
+    mad = 1.4826 * float(np.median(np.abs(x - np.median(x))))
+    sd = max(mad, 0.5 * float(np.std(x, ddof=1)))
+    return 1.2533 * sd / np.sqrt(x.size)
+
+
+def scene_spread_limit(family: str, sim: Side, real: Side, z: float = 3.0) -> float:
+    """The unpaired detection limit a camera's own scene-to-scene spread sets, in the fault's units.
+
+    Without pairs a difference of set medians must clear `z` standard errors of the scenes'
+    spread (the engine's DIST_Z rule): brightness in stops of linear luminance, white balance in
+    the suite's gain units (log2 R/G moves by m/2). 0 for other families (their fixed limits apply).
+    """
+    def lin(side: Side) -> np.ndarray:
+        a = np.stack([np.asarray(x, np.float64)[..., :3].reshape(-1, 3).mean(0) for x in side.rgb]) / 255.0
+        return np.where(a <= 0.04045, a / 12.92, ((a + 0.055) / 1.055) ** 2.4)
+
+    if family not in ("brightness", "white_balance") or any(np.asarray(x).dtype != np.uint8 for x in sim.rgb + real.rgb):
+        return 0.0
+    ls, lr = lin(sim), lin(real)
+    if family == "brightness":
+        rec = np.array([0.2126, 0.7152, 0.0722])
+        se = np.hypot(_median_se(np.log2(ls @ rec + 1e-6)), _median_se(np.log2(lr @ rec + 1e-6)))
+        return z * se
+    rg = [np.log2((x[:, 0] + 1e-6) / (x[:, 1] + 1e-6)) for x in (ls, lr)]
+    return 2.0 * z * float(np.hypot(_median_se(rg[0]), _median_se(rg[1])))
+
+
 def _encode_depth(d: np.ndarray, fmt: str) -> tuple[np.ndarray, str]:
     if fmt == "mm":
         return F.depth_to_mm_u16(d), ".png"
