@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 
 # Camera model of the "real" side (each below its plumbing threshold; see perception_gap/diagnoses/).
-REAL_EXPOSURE_STOPS = 0.08      # BRIGHTNESS_STOPS = 0.15 (pairs)
+REAL_EXPOSURE_STOPS = 0.06      # BRIGHTNESS_STOPS = 0.12 (pairs)
 REAL_WB_GAINS = (1.03, 1.0, 0.97)  # WB_LOG2 = 0.07 (pairs) -> log2 1.03 = 0.043
 REAL_BLUR_SIGMA = 0.35          # pixels; SHARPNESS_STOPS = 1.0 (pairs)
 REAL_VIGNETTE = 0.2             # relative fall-off at the corners

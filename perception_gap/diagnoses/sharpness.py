@@ -35,6 +35,10 @@ HF_TOP = {"pairs": 0.25, "distribution": 0.35}
 # - upper band) / top band, is used: blur sigma >= 1 read -1.1-0.43, aliasing 0.57-0.96 (4-8
 # frames a side).
 ALIAS_SHAPE = {"pairs": 0.57, "distribution": 0.5}
+# Paired, a ratio between ALIAS_WEAK and ALIAS_SHAPE is aliasing when the shape in decades agrees
+# ((corner - upper) / top >= ALIAS_LOG_SHAPE: blur on the shared cameras read 0.24-0.87 there).
+ALIAS_WEAK = 0.45
+ALIAS_LOG_SHAPE = 1.0
 # Nearest-neighbour upscaling (2x) makes every other horizontal pixel pair identical: dup_parity
 # 0.5-0.8 measured, vs < 0.1 for natural or noisy frames and up to 0.4 for bilinear 2x upscales
 # of flat synthetic content. Needs the high-parity side to be the sharper one as well.
@@ -60,6 +64,8 @@ def _hf_signature(hf: HighFreq) -> tuple[float, float] | None:
     if hf.basis == "pairs":
         up = hf.excess[UPPER]
         shape = hf.excess[TOP] / up if up * top > 0 else 0.0  # sharper side's extra power, top over upper
+        if ALIAS_WEAK <= shape < ALIAS_SHAPE["pairs"] and (hf.bands[CORNER] - hf.bands[UPPER]) / top >= ALIAS_LOG_SHAPE:
+            shape = ALIAS_SHAPE["pairs"]  # both measures lean to aliasing
     else:
         shape = (hf.bands[CORNER] - hf.bands[UPPER]) / top  # the sharper side's view (signs cancel)
     return abs(top), shape
