@@ -61,7 +61,7 @@ LIMITS: dict[str, dict[str, float]] = {
     "white_balance": {"paired": 0.3, "unpaired": 0.6},
     "sharpness": {"paired": 1.0, "unpaired": 2.0},
     "sensor_noise": {"paired": 2, "unpaired": 5},
-    "compression/jpeg": {"paired": 50, "unpaired": 50},  # 100 - quality: q50 and below
+    "compression/jpeg": {"paired": 70, "unpaired": 70},  # 100 - quality: q30 and below (q50 on most cameras)
     "compression/chroma420": {"paired": 1, "unpaired": 1},
     "depth_dropout": {"paired": 5, "unpaired": 9},
 }
