@@ -186,7 +186,7 @@ class Runner:
             hit = first["code"] == fault.code and first["severity"] == fault.severity
             limit = LIMITS[fault.family][basis]
             if not paired:  # the bar widens with the camera's own scene-to-scene spread
-                limit = max(limit, scene_spread_limit(fault.family, sim0, real0))
+                limit = max(limit, float(scene_spread_limit(fault.family, sim0, real0)))
             at_limit = abs(magnitude) >= limit and min(len(sim.keys), len(real.keys)) >= MIN_SIDE_FRAMES[basis]
         measured = None
         if fault.family == "depth_dropout":
