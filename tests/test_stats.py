@@ -270,3 +270,76 @@ def test_set_histograms_are_frame_means():
     lh = np.array(out["depth"]["log_hist"])
     # known answer: half the frames at 0.5 m, half at 2 m
     assert lh.sum() == pytest.approx(1.0, abs=1e-4) and sorted(lh[lh > 0]) == pytest.approx([0.5, 0.5])
+
+
+# --- texture statistics (noise, spectrum, chroma, JPEG quality) ---------------------------------
+
+def test_texture_features_known_answers():
+    """White noise of sigma s: noise_sigma reads s and every band of the spectrum reads log10(s^2)."""
+    from perception_gap.statistics.texture import SPECTRUM_BANDS, texture_features
+
+    rng = np.random.default_rng(0)
+    for sigma in (1.0, 4.0):
+        lum = rng.normal(128.0, sigma, (128, 128)).astype(np.float32)
+        t = texture_features(lum, 255.0)
+        assert t["noise_sigma"] * 255 == pytest.approx(sigma, rel=0.06)
+        assert len(t["spectrum"]) == len(SPECTRUM_BANDS)
+        # each band's mean power is a chi-square average over its bins (a dozen in the lowest band)
+        assert np.allclose(t["spectrum"], np.log10((sigma / 255.0) ** 2), atol=0.2)
+        assert np.mean(t["spectrum"][1:]) == pytest.approx(np.log10((sigma / 255.0) ** 2), abs=0.05)
+    # a linear ramp has no noise and no high-frequency power
+    ramp = np.add.outer(np.arange(128.0), np.arange(128.0)).astype(np.float32)
+    t = texture_features(ramp, 255.0)
+    assert t["noise_sigma"] == pytest.approx(0.0, abs=1e-6)
+    assert texture_features(ramp[:10, :10], 255.0) == {"noise_sigma": None, "spectrum": None}
+
+
+@pytest.mark.parametrize("quality", [30, 50, 75, 90])
+def test_jpeg_quality_read_back_from_the_file(tmp_path, quality):
+    path = tmp_path / "f.jpg"
+    Image.fromarray(textured()).save(path, quality=quality)
+    s = image_stats_pil(Image.open(path))
+    assert s.jpeg_quality == pytest.approx(quality, abs=2)
+    png = tmp_path / "f.png"
+    Image.fromarray(textured()).save(png)
+    assert image_stats_pil(Image.open(png)).jpeg_quality is None
+
+
+def test_chroma_detail_falls_with_subsampling_and_rises_with_noise(tmp_path):
+    a = textured()
+    full = image_stats_pil(Image.fromarray(a)).chroma_hf
+    path = tmp_path / "s.jpg"
+    Image.fromarray(a).save(path, quality=97, subsampling=2)  # 4:2:0
+    sub = image_stats_pil(Image.open(path).convert("RGB")).chroma_hf
+    noisy = np.clip(a + np.random.default_rng(1).normal(0, 4, a.shape), 0, 255).astype(np.uint8)
+    assert sub < 0.8 * full < image_stats_pil(Image.fromarray(noisy)).chroma_hf
+    grey = image_stats_pil(Image.fromarray(a).convert("L"))
+    assert grey.chroma_hf is None and grey.noise_sigma is not None
+
+
+def test_older_catalog_gains_the_new_statistics_columns(tmp_path):
+    """A catalog written before the texture statistics: the columns are added on open, the stale
+    cache is dropped, and the next `stats` fills them (no stale row is read as 'no noise')."""
+    import duckdb
+
+    from perception_gap.catalog import Catalog
+    from perception_gap.ingest import index_folder
+    from perception_gap.workflows.stats import compute_stats
+
+    root = tmp_path / "f"
+    root.mkdir()
+    for i in range(3):
+        Image.fromarray(textured(seed=i)).save(root / f"{i}.png")
+    db = tmp_path / "c.duckdb"
+    with Catalog(db) as cat:
+        index_folder(cat, root, "s", "sim")
+        compute_stats(cat, ["s"], workers=1)
+    con = duckdb.connect(str(db))
+    for col in ("noise_sigma", "spectrum", "chroma_hf", "jpeg_quality"):
+        con.execute(f"ALTER TABLE frame_stats DROP COLUMN {col}")
+    con.close()
+    with Catalog(db) as cat:
+        assert cat.load_frames("s")[0]["img_width"] is None  # cache dropped with the migration
+        compute_stats(cat, ["s"], workers=1)
+        rows = cat.load_frames("s")
+    assert all(r["img_noise_sigma"] is not None and len(r["img_spectrum"]) == 6 for r in rows)

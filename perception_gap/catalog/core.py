@@ -23,7 +23,7 @@ from perception_gap.catalog.embeddings import EmbeddingsMixin
 from perception_gap.catalog.frames import FramesMixin
 from perception_gap.catalog.locking import WriterLock
 from perception_gap.catalog.runs import RunsMixin
-from perception_gap.catalog.schema import DEFAULT_DB, FRAME_MIGRATIONS, SCHEMA, SCHEMA_VERSION, TABLES
+from perception_gap.catalog.schema import DEFAULT_DB, FRAME_MIGRATIONS, SCHEMA, SCHEMA_VERSION, STATS_COLUMNS, TABLES
 from perception_gap.catalog.sets import SetsMixin
 from perception_gap.catalog.stats_cache import StatsCacheMixin
 from perception_gap.errors import CatalogBusy, CatalogError, InputError
@@ -209,19 +209,25 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
             self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
     def _add_histogram_columns(self) -> None:
-        """Catalogs written before histograms were cached lack two columns: add them and drop the
-        statistics cache (pure function of content, recomputed on the next `stats` or `run`)."""
+        """Add the statistics columns an older catalog lacks, and drop its statistics cache.
+
+        Statistics are a pure function of content, so the cache is recomputed on the next
+        `stats` or `run`; nothing else is touched. The columns come from the schema itself
+        (`STATS_COLUMNS`), so a new statistic needs no migration code of its own.
+        """
         cols = {(t, c) for t, c in self.con.execute(
             "SELECT table_name, column_name FROM information_schema.columns "
             "WHERE table_name IN ('frame_stats', 'depth_stats')").fetchall()}
-        if ("frame_stats", "hist") in cols and ("depth_stats", "log_hist") in cols:
+        missing = [(t, c, ty) for t, c, ty in STATS_COLUMNS if (t, c) not in cols]
+        if not missing:
             return
         with self._transaction():
-            self.con.execute("ALTER TABLE frame_stats ADD COLUMN IF NOT EXISTS hist DOUBLE[]")
-            self.con.execute("ALTER TABLE depth_stats ADD COLUMN IF NOT EXISTS log_hist DOUBLE[]")
+            for table, col, typ in missing:
+                self.con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {col} {typ}")
             self.con.execute("DELETE FROM frame_stats")
             self.con.execute("DELETE FROM depth_stats")
-        log.info("catalog: added histogram columns; cached statistics will be recomputed")
+        log.info("catalog: added statistics columns %s; cached statistics will be recomputed",
+                 ", ".join(c for _t, c, _ty in missing))
 
 
 # added after a catalog's first version: created when absent (`listing_repeats`: a v1 catalog upgrading)

@@ -81,7 +81,8 @@ CREATE TABLE IF NOT EXISTS frame_stats (
     mean DOUBLE[], std DOUBLE[], min DOUBLE[], max DOUBLE[],
     lum_percentiles DOUBLE[], lum_mean DOUBLE, lin_mean DOUBLE[],
     sharpness DOUBLE, hf_ratio DOUBLE, grad_ratio DOUBLE, dup_frac DOUBLE, dup_parity DOUBLE,
-    blockiness DOUBLE, nonfinite_frac DOUBLE, hist DOUBLE[]
+    blockiness DOUBLE, nonfinite_frac DOUBLE, hist DOUBLE[],
+    noise_sigma DOUBLE, spectrum DOUBLE[], chroma_hf DOUBLE, jpeg_quality DOUBLE
 );
 CREATE TABLE IF NOT EXISTS depth_stats (
     content_hash VARCHAR PRIMARY KEY,
@@ -190,3 +191,18 @@ def arrow_table(rows: list[dict[str, Any]], columns: Iterable[str], types: dict[
         values = [r.get(c) for r in rows]
         arrays.append(pa.array(values, type=types.get(c, None if any(v is not None for v in values) else pa.string())))
     return pa.table(dict(zip(cols, arrays)))
+
+
+def _table_columns(ddl: str, table: str) -> list[tuple[str, str, str]]:
+    """(table, column, type) of one CREATE TABLE statement in `ddl` (constraints and keys left out)."""
+    body = ddl.split(f"CREATE TABLE IF NOT EXISTS {table} (", 1)[1].split(");", 1)[0]
+    out = []
+    for part in body.replace("\n", " ").split(","):
+        words = part.split()
+        if len(words) >= 2 and words[0].upper() not in ("PRIMARY", "UNIQUE", "FOREIGN") and words[1][0].isupper():
+            out.append((table, words[0], words[1]))
+    return out
+
+
+# every statistics column of the schema: an older catalog that lacks one gets it added (and its cache dropped)
+STATS_COLUMNS = tuple(_table_columns(SCHEMA, "frame_stats") + _table_columns(SCHEMA, "depth_stats"))

@@ -57,10 +57,12 @@ class StatsCacheMixin:
         if not rows:
             return
         types = {c: pa.list_(pa.float64()) for c in
-                 ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles", "hist", "log_hist")}
+                 ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles", "hist", "log_hist",
+                  "spectrum")}
         types.update({c: pa.float64() for c in
                       ("nominal_max", "lum_mean", "sharpness", "hf_ratio", "grad_ratio", "dup_frac",
-                       "dup_parity", "blockiness", "nonfinite_frac", "dropout")})
+                       "dup_parity", "blockiness", "nonfinite_frac", "dropout", "noise_sigma", "chroma_hf",
+                       "jpeg_quality")})
         types.update({c: pa.int32() for c in ("width", "height", "channels", "stride")})
         types.update({c: pa.string() for c in ("content_hash", "error", "dtype", "mode", "inferred_unit")})
         if name == "depth_stats":

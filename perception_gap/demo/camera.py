@@ -12,15 +12,15 @@ import numpy as np
 from PIL import Image
 
 # Camera model of the "real" side (each below its plumbing threshold; see perception_gap/diagnoses/).
-REAL_EXPOSURE_STOPS = 0.15      # BRIGHTNESS_STOPS = 0.3
-REAL_WB_GAINS = (1.03, 1.0, 0.97)  # WB_LOG2 = 0.1 -> log2 1.03 = 0.043
+REAL_EXPOSURE_STOPS = 0.06      # BRIGHTNESS_STOPS = 0.12 (pairs)
+REAL_WB_GAINS = (1.03, 1.0, 0.97)  # WB_LOG2 = 0.07 (pairs) -> log2 1.03 = 0.043
 REAL_BLUR_SIGMA = 0.35          # pixels; SHARPNESS_STOPS = 1.0 (pairs)
 REAL_VIGNETTE = 0.2             # relative fall-off at the corners
 REAL_FULL_WELL = 4000.0         # electrons at linear 1.0 (shot noise ~2/255 at mid grey)
 REAL_READ_NOISE = 3.0           # electrons
 REAL_JPEG_QUALITY = 90
 REAL_DEPTH_REL_NOISE = 0.004
-REAL_DEPTH_DROPOUT = 0.08       # DROPOUT_DIFF = 0.05: fires as a gap, score 1.6
+REAL_DEPTH_DROPOUT = 0.08       # DROPOUT_DIFF = 0.04 (pairs): fires as a gap, score 2
 
 
 def _srgb_to_linear(a: np.ndarray) -> np.ndarray:
@@ -61,8 +61,10 @@ def camera_model(rgb: np.ndarray, rng: np.random.Generator, *, exposure_stops: f
 
 
 def encode_jpeg(rgb: np.ndarray, quality: int = REAL_JPEG_QUALITY) -> bytes:
+    """JPEG at `quality` with full-resolution chroma (4:4:4), as a machine-vision camera writes it:
+    Pillow's default 4:2:0 would halve the chroma detail, which the diagnoses name as compression."""
     buf = io.BytesIO()
-    Image.fromarray(rgb).save(buf, format="JPEG", quality=quality)
+    Image.fromarray(rgb).save(buf, format="JPEG", quality=quality, subsampling=0)
     return buf.getvalue()
 
 

@@ -3,8 +3,9 @@
 The plumbing diagnoses run first (`diagnose`, registry `CHECKS` in `checks`), one module per
 family: `geometry` (resolution), `values` (value range, normalization, over the value-encoding
 inference in `encoding`), `colour` (channel swap, brightness, white balance), `depth` (scale,
-dropout), `sharpness` (resize filter, optical sharpness) and `joints` (deg vs rad); `common` and
-`context` hold what the families share. `perception` turns the encoder comparison into findings
+dropout), `texture` (sensor noise, compression), `sharpness` (resize filter, optical sharpness)
+and `joints` (deg vs rad); `common`, `context` and `highfreq` (the shared high-frequency
+comparison) hold what the families share. `perception` turns the encoder comparison into findings
 once the plumbing is settled.
 """
 
@@ -23,14 +24,14 @@ from perception_gap.diagnoses.encoding import (
     infer_encodings,
     moment_distance,
 )
+from perception_gap.diagnoses.highfreq import HighFreq, analyse
 from perception_gap.diagnoses.joints import joint_scale_ratios
 from perception_gap.diagnoses.perception import insufficient_findings, perception_findings
-from perception_gap.diagnoses.sharpness import HFFeatures, hf_differences, noise_equivalent_levels
 
 __all__ = [
-    "CHECKS", "ChannelMoments", "Encoding", "EncodingInference", "HFFeatures", "HALF", "IMAGENET",
-    "NORMALIZATIONS", "OPENAI_CLIP", "chroma_log2", "diagnose", "exposure_stops", "hf_differences",
+    "CHECKS", "ChannelMoments", "Encoding", "EncodingInference", "HALF", "HighFreq", "IMAGENET",
+    "NORMALIZATIONS", "OPENAI_CLIP", "analyse", "chroma_log2", "diagnose", "exposure_stops",
     "infer_encodings", "insufficient_findings", "joint_scale_ratios", "moment_distance",
-    "name_depth_ratio", "nearest_depth_unit", "noise_equivalent_levels", "perception_findings",
+    "name_depth_ratio", "nearest_depth_unit", "perception_findings",
     "srgb_to_linear", "swap_costs",
 ]

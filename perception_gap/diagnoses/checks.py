@@ -3,7 +3,8 @@
 `diagnose(sim, real)` runs a registry of small checks over the per-frame statistics of two
 frame sets and returns `Finding`s (codes in docs/contract.md), most urgent first. Each check is one
 function `check(ctx) -> Finding | None`; the arithmetic lives in tiny pure helpers next to
-it, one module per family (`geometry`, `values`, `colour`, `depth`, `sharpness`, `joints`).
+it, one module per family (`geometry`, `values`, `colour`, `depth`, `texture` for noise and
+compression, `sharpness` for resize filters and blur, `joints`).
 
 Two bases. With at least `MIN_PAIRS` frames matched by pair key a check compares each sim frame
 with its own real frame and takes the median over pairs, so scene content cancels; otherwise it
@@ -37,6 +38,7 @@ from perception_gap.diagnoses.encoding import infer_encodings
 from perception_gap.diagnoses.geometry import check_resolution
 from perception_gap.diagnoses.joints import check_joint_units
 from perception_gap.diagnoses.sharpness import check_resize_filter, check_sharpness
+from perception_gap.diagnoses.texture import check_compression, check_sensor_noise
 from perception_gap.diagnoses.values import check_normalization, check_value_range, encoding_inputs
 from perception_gap.findings import Finding, order_findings
 from perception_gap.statistics.records import SetRecords, paired
@@ -52,10 +54,12 @@ CHECKS: tuple[tuple[str, Callable[[Context], Finding | None]], ...] = (
     ("channel_swap", check_channel_swap),
     ("depth_scale", check_depth_scale),
     ("depth_dropout", check_depth_dropout),
-    ("resize_filter", check_resize_filter),
-    ("sharpness", check_sharpness),
     ("brightness", check_brightness),
     ("white_balance", check_white_balance),
+    ("compression", check_compression),
+    ("sensor_noise", check_sensor_noise),
+    ("resize_filter", check_resize_filter),
+    ("sharpness", check_sharpness),
     ("joint_units", check_joint_units),
 )
 
@@ -67,8 +71,8 @@ def _infer(ctx: Context) -> None:
         ctx.enc = infer_encodings(ms, mr, basis)
 
 
-_IMAGE_CHECKS = {"value_range", "normalization", "channel_swap", "resize_filter", "sharpness",
-                 "brightness", "white_balance"}
+_IMAGE_CHECKS = {"value_range", "normalization", "channel_swap", "compression", "sensor_noise", "resize_filter",
+                 "sharpness", "brightness", "white_balance"}
 
 
 def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
@@ -80,8 +84,9 @@ def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
 
     Returns:
         Findings with codes from docs/contract.md (`channel_swap`, `value_range`, `normalization`,
-        `depth_scale`, `depth_dropout`, `resize_filter`, `brightness`, `white_balance`,
-        `resolution`, `joint_units`), ordered by `order_findings`; empty when nothing is off.
+        `depth_scale`, `depth_dropout`, `compression`, `sensor_noise`, `resize_filter`, `sharpness`,
+        `brightness`, `white_balance`, `resolution`, `joint_units`), ordered by `order_findings`;
+        empty when nothing is off.
     """
     ctx = Context(sim=sim, real=real, pairs=paired(sim, real))
     _infer(ctx)

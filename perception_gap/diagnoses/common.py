@@ -61,3 +61,32 @@ def srgb_to_linear(v: np.ndarray) -> np.ndarray:
     """sRGB-encoded values in [0, 1] -> linear light (IEC 61966-2-1); clips to [0, 1] first."""
     v = np.clip(np.asarray(v, dtype=np.float64), 0.0, 1.0)
     return np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4)
+
+
+def median_ci(x: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of a median from order statistics.
+
+    The interval [x_(k), x_(n+1-k)] covers the median with probability 1 - 2 P(B < k),
+    B ~ Binomial(n, 1/2); k is the largest rank keeping that at least `level`. Below 6 values
+    no such k exists at 95% and the interval is [min, max] (all values on one side of zero is
+    then the test). NaN for an empty sample.
+    """
+    v = np.sort(np.asarray(x, dtype=np.float64)[np.isfinite(x)])
+    n = v.size
+    if n == 0:
+        return math.nan, math.nan
+    alpha = (1.0 - level) / 2.0
+    k, cdf = 0, 0.0
+    while k < n // 2:
+        cdf += math.comb(n, k) / 2.0 ** n  # P(B <= k)
+        if cdf > alpha:
+            break
+        k += 1
+    k = max(k, 1)  # rank k (1-based): k = 1 is [min, max]
+    return float(v[k - 1]), float(v[n - k])
+
+
+def excludes_zero(ci: tuple[float, float]) -> bool:
+    """Whether an interval lies entirely on one side of zero."""
+    lo, hi = ci
+    return (lo > 0 and hi > 0) or (lo < 0 and hi < 0)

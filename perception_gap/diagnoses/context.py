@@ -14,13 +14,14 @@ from perception_gap.statistics.records import FrameRecord, SetRecords
 
 @dataclass
 class Context:
-    """What every check reads: the sets, their pairs, the inferred encodings, what fired."""
+    """What every check reads: the sets, their pairs, the inferred encodings, what fired, shared analyses."""
 
     sim: SetRecords
     real: SetRecords
     pairs: list[tuple[FrameRecord, FrameRecord]]
     enc: EncodingInference | None = None
     fired: set[str] = field(default_factory=set)
+    memo: dict = field(default_factory=dict)  # analyses several checks share (e.g. `highfreq`)
 
     def image_pairs(self) -> list[tuple[FrameRecord, FrameRecord]]:
         return [(s, r) for s, r in self.pairs if _usable(s) and _usable(r)]

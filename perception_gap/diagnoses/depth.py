@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from perception_gap.diagnoses.common import DIST_Z, MIN_PAIRS, dist_z, num
+from perception_gap.diagnoses.common import DIST_Z, MIN_PAIRS, dist_z, excludes_zero, median_ci, num
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.findings import Finding
 from perception_gap.statistics.depth import DEPTH_PERCENTILES
@@ -22,10 +22,12 @@ DEPTH_RATIO = {"pairs": 1.5, "distribution": 3.0}
 DEPTH_NAME_TOL = 1.25
 DEPTH_UNIT_NAMES = {"m": 1.0, "cm": 100.0, "mm": 1000.0, "1/5000 m (TUM)": 5000.0, "0.1 mm": 10000.0}
 
-# Depth dropout: 5 percentage points of invalid pixels and at least twice as many (with a 1-point
-# floor) on one side; sensor holes on transparent/specular objects are 10-50%, clean renders 0%.
-DROPOUT_DIFF = 0.05
-DROPOUT_RATIO = 2.0
+# Depth dropout, judged against the sensor's own dropout with an absolute margin (no ratio: a
+# sensor that already drops 11% must still show +9 points): paired, the median per-pair
+# difference is at least DROPOUT_DIFF["pairs"] and its CI excludes zero; unpaired, at least
+# DROPOUT_DIFF["distribution"] and DIST_Z standard errors. Sensor holes on transparent/specular
+# objects are 10-50%, clean renders 0%, two halves of one D435 set differ by < 3 points.
+DROPOUT_DIFF = {"pairs": 0.04, "distribution": 0.05}
 
 _P50 = DEPTH_PERCENTILES.index(50)
 
@@ -187,30 +189,36 @@ def check_depth_dropout(ctx: Context) -> Finding | None:
     pairs = [(s, real_by_key[s.pair_key]) for s in ds if s.pair_key in real_by_key]
     dos = np.array([f.depth.dropout for f in ds])
     dor = np.array([f.depth.dropout for f in dr])
+    ci = None
     if len(pairs) >= MIN_PAIRS:
         basis = "pairs"
-        diff = float(np.median([r.depth.dropout - s.depth.dropout for s, r in pairs]))
-        z_ok = True
+        per_pair = np.array([r.depth.dropout - s.depth.dropout for s, r in pairs])
+        diff = float(np.median(per_pair))
+        ci = median_ci(per_pair)
+        z_ok = excludes_zero(ci)
+        mean_s = float(np.mean([s.depth.dropout for s, _ in pairs]))
+        mean_r = float(np.mean([r.depth.dropout for _, r in pairs]))
     else:
         basis = "distribution"
         diff = float(np.median(dor) - np.median(dos))
         z_ok = dist_z(dor, dos) >= DIST_Z
-    mean_s, mean_r = float(dos.mean()), float(dor.mean())
-    hi, lo = max(mean_s, mean_r), min(mean_s, mean_r)
-    if abs(diff) < DROPOUT_DIFF or (hi + 0.01) / (lo + 0.01) < DROPOUT_RATIO or not z_ok:
+        mean_s, mean_r = float(dos.mean()), float(dor.mean())
+    if abs(diff) < DROPOUT_DIFF[basis] or not z_ok:
         return None
     ev = basis_evidence(basis, len(pairs) if basis == "pairs" else 0, ctx)
     ev.update({"sim_dropout": num(mean_s), "real_dropout": num(mean_r),
-               "dropout_diff_real_minus_sim": num(diff)})
+               "dropout_diff_real_minus_sim": num(diff), "threshold": DROPOUT_DIFF[basis]})
+    if ci is not None:
+        ev["dropout_diff_ci"] = [num(ci[0]), num(ci[1])]
     if diff > 0:
         title = (f"Real depth has {mean_r:.0%} invalid pixels vs {mean_s:.0%} in sim "
-                 f"(+{diff * 100:.0f} points).")
+                 f"(+{(mean_r - mean_s) * 100:.0f} points).")
         action = ("Add a depth-noise/dropout model to the sim depth (holes at depth edges and on "
                   "transparent/specular surfaces, at the measured rate), or filter/inpaint real "
                   "depth before the policy sees it.")
     else:
         title = (f"Sim depth has {mean_s:.0%} invalid pixels vs {mean_r:.0%} in real "
-                 f"(+{-diff * 100:.0f} points).")
+                 f"(+{(mean_s - mean_r) * 100:.0f} points).")
         action = ("Check the sim depth's near/far clipping planes and invalid-value encoding, or "
                   "match the dropout model to the real sensor's measured rate.")
-    return Finding("depth_dropout", "gap", title, ev, action, num(abs(diff) / DROPOUT_DIFF))
+    return Finding("depth_dropout", "gap", title, ev, action, num(abs(diff) / DROPOUT_DIFF[basis]))

@@ -1,99 +1,49 @@
 """High-frequency diagnoses: resize-filter mismatch (`resize_filter`: aliasing or a
-nearest-upscale signature) and optical sharpness gap (`sharpness`: focus, motion or lens blur)."""
+nearest-upscale signature) and optical sharpness gap (`sharpness`: focus, motion or lens blur).
+
+Both read the shared high-frequency comparison (`highfreq.analyse`): the spectral-shape
+difference between the sides, with each side's own sensor noise removed first. Which of the two
+it is comes from where the difference sits, not from absolute levels (soft cameras and sharp
+ones alike): aliasing concentrates it in the top half-octave below Nyquist, blur spreads it
+down through the upper and mid bands (its log power ratio grows with frequency squared).
+Sensor noise and compression are named before either (`texture`), and a difference they
+explain fires neither.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Sequence
 
-import numpy as np
-
-from perception_gap.diagnoses.common import DIST_Z, dist_z, num
+from perception_gap.diagnoses.common import num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
-from perception_gap.diagnoses.encoding import Encoding
+from perception_gap.diagnoses.highfreq import CORNER, MID, TOP, UPPER, HighFreq, analyse
+from perception_gap.diagnoses.texture import noise_fires
 from perception_gap.findings import Finding
-from perception_gap.statistics.records import FrameRecord
 
-# Resize filter, aliasing rule (downscaling without an antialias filter, or nearest): the
-# sharper side must have log hf_ratio higher by RESIZE_HF, log grad_ratio lower by RESIZE_GRAD,
-# and its extra gradient energy must equal white noise of at least RESIZE_NOISE_EQ 8-bit levels.
-# Mild sensor noise (sigma 2-3 levels) shows up as exactly its sigma in that last measure, and on
-# smooth frames it can pass the two relative tests; aliased downscales measured 5-10 levels.
-RESIZE_HF = {"pairs": 0.2, "distribution": 0.3}
-RESIZE_GRAD = {"pairs": 0.12, "distribution": 0.2}
-RESIZE_NOISE_EQ = {"pairs": 4.0, "distribution": 6.0}
-# Absolute hf_ratio levels (E[lap^2] / E[grad^2]) measured on 24 shared photos at 640x480 and
-# after resizing to 224x168: natural frames 2.0 (10-90%: 1.25-2.85), antialiased downscale 1.85,
-# nearest / non-antialiased bilinear downscale 3.1-3.4, Gaussian blur sigma 0.7 / 1.2 / 2: 1.2 /
-# 0.5 / 0.25 (noise after the blur: 1.3 / 0.6 / 0.4). Aliasing needs the soft side unblurred and
-# the sharp side above natural levels; otherwise the difference is optical (`sharpness`, a gap).
-ALIAS_SOFT_MIN = 1.4
-ALIAS_SHARP_MIN = 2.4
+# A high-frequency difference: the top band's shape (relative to the 1/16-1/8 band) differs by
+# at least HF_TOP decades, clearly. Identical frames read 0; sigma-2 noise with JPEG q90 on one
+# side up to 0.18; a 0.5-pixel Gaussian blur 0.35-0.5, a non-antialiased bilinear 2x downscale
+# against an antialiased one 0.4, a nearest one 0.6-0.9.
+HF_TOP = {"pairs": 0.25, "distribution": 0.35}
+# Where the difference sits. Paired: the extra power of the sharper side in the top band over
+# that in the upper band (linear, levels^2): blur removes a share of the signal that grows with
+# frequency, but the signal itself falls faster, so its excess falls towards Nyquist (0.15-0.53
+# measured on the shared cameras and synthetic textures, Gaussian sigma 0.7-1); aliasing adds
+# folded energy just below Nyquist, so its excess holds up or rises there (0.60-1.76: nearest and
+# non-antialiased bilinear 2x downscales against an antialiased one). Unpaired, per-band medians
+# of different scenes make that linear ratio unreliable; there the shape in decades, (corner band
+# - upper band) / top band, is used: blur sigma >= 1 read -1.1-0.43, aliasing 0.57-0.96 (4-8
+# frames a side).
+ALIAS_SHAPE = {"pairs": 0.57, "distribution": 0.5}
+# Paired, a ratio between ALIAS_WEAK and ALIAS_SHAPE is aliasing when the shape in decades agrees
+# ((corner - upper) / top >= ALIAS_LOG_SHAPE: blur on the shared cameras read 0.24-0.87 there).
+ALIAS_WEAK = 0.45
+ALIAS_LOG_SHAPE = 1.0
 # Nearest-neighbour upscaling (2x) makes every other horizontal pixel pair identical: dup_parity
 # 0.5-0.8 measured, vs < 0.1 for natural or noisy frames and up to 0.4 for bilinear 2x upscales
 # of flat synthetic content. Needs the high-parity side to be the sharper one as well.
 NEAREST_PARITY = 0.45
 NEAREST_PARITY_GAP = 0.15
-# Share of pairs whose HF differences must point the same way as the median.
-RESIZE_AGREE = 0.75
-
-# Sharpness (optical blur): Laplacian energy differing by this many stops (log2). Sensor noise
-# of sigma 2-3 levels on smooth frames raises it by up to ~0.6; a 1-pixel Gaussian blur lowers
-# it by 2.3-4.3 stops on the shared photos.
-SHARPNESS_STOPS = {"pairs": 1.0, "distribution": 1.5}
-
-
-@dataclass(frozen=True)
-class HFFeatures:
-    """Per-frame high-frequency features: log hf_ratio, log grad_ratio, gradient energy in
-    ([0, 1] units)^2 (E[dx^2] + E[dy^2] = sharpness / hf_ratio) and dup_parity."""
-
-    log_hf: np.ndarray
-    log_grad: np.ndarray
-    grad_energy: np.ndarray
-    parity: np.ndarray
-
-
-def _hf_features(frames: Sequence[FrameRecord], enc: Encoding) -> HFFeatures:
-    # sharpness is in (fraction of full scale)^2 for integer dtypes and own units^2 for floats;
-    # the inferred encoding's scale puts floats on the same footing.
-    s01 = 1.0 if enc.name in ("uint8", "uint16", "uint16_8bit", "unknown") else float(np.mean(enc.scale))
-    if enc.name == "uint16_8bit":
-        s01 = 65535.0 / 255.0
-    hf = np.array([f.image.hf_ratio for f in frames], dtype=np.float64)
-    gr = np.array([f.image.grad_ratio for f in frames], dtype=np.float64)
-    sh = np.array([f.image.sharpness for f in frames], dtype=np.float64) * s01 ** 2
-    return HFFeatures(np.log(hf), np.log(gr), sh / hf, np.array([f.image.dup_parity for f in frames]))
-
-
-def hf_differences(hs: HFFeatures, hr: HFFeatures, paired_rows: bool) -> tuple[float, float, float, float]:
-    """(d log hf_ratio, d log grad_ratio, d gradient energy, agreement), sim minus real.
-
-    Paired: medians of per-pair differences; agreement is the share of pairs pointing the same
-    way as both medians. Unpaired: differences of set medians; agreement is 1 when both log
-    ratios differ by DIST_Z standard errors, else 0.
-    """
-    if paired_rows:
-        d_hf_all, d_gr_all = hs.log_hf - hr.log_hf, hs.log_grad - hr.log_grad
-        d_hf, d_gr = float(np.median(d_hf_all)), float(np.median(d_gr_all))
-        d_energy = float(np.median(hs.grad_energy - hr.grad_energy))
-        same_way = (np.sign(d_hf_all) == np.sign(d_hf)) & (np.sign(d_gr_all) == np.sign(d_gr))
-        return d_hf, d_gr, d_energy, float(np.mean(same_way))
-    d_hf = float(np.median(hs.log_hf) - np.median(hr.log_hf))
-    d_gr = float(np.median(hs.log_grad) - np.median(hr.log_grad))
-    d_energy = float(np.median(hs.grad_energy) - np.median(hr.grad_energy))
-    clear = dist_z(hs.log_hf, hr.log_hf) >= DIST_Z and dist_z(hs.log_grad, hr.log_grad) >= DIST_Z
-    return d_hf, d_gr, d_energy, 1.0 if clear else 0.0
-
-
-def noise_equivalent_levels(energy_diff: float) -> float:
-    """Signed 8-bit sigma of white RGB noise adding `energy_diff` of luma gradient energy:
-    per-channel noise sigma adds 4 * 0.447 * sigma^2 to E[dx^2] + E[dy^2] of BT.601 luma."""
-    luma_var = 0.299 ** 2 + 0.587 ** 2 + 0.114 ** 2
-    return math.copysign(math.sqrt(abs(energy_diff) / (4 * luma_var)) * 255.0, energy_diff)
-
-
 # Filter families as the signatures name them (relative: one side against the other).
 _ALIASED = "aliased: nearest or non-antialiased downscaling (or rendering without anti-aliasing)"
 _ANTIALIASED = "antialiased (area, or bilinear/bicubic with antialias) or optically softer"
@@ -101,63 +51,68 @@ _NEAREST_UP = "nearest-neighbour upscaling"
 _INTERPOLATED_UP = "interpolated (bilinear/bicubic) upscaling or native"
 
 
-def check_resize_filter(ctx: Context) -> Finding | None:
-    """Different resize filters: aliasing energy on one side, or a nearest-upscale signature."""
-    def keep(f: FrameRecord, partner: FrameRecord | None) -> bool:
-        # Per-pixel HF statistics compare only at one resolution (pairs of equal size).
-        same = partner is None or (
-            (f.image.width, f.image.height) == (partner.image.width, partner.image.height))
-        return bool(f.image.hf_ratio and f.image.grad_ratio and f.image.sharpness > 0 and same)
-
-    basis, fs, fr = ctx.image_sides(keep)
-    if len(fs) < 2 or len(fr) < 2:
+def _hf_signature(hf: HighFreq) -> tuple[float, float] | None:
+    """(top-band shape difference in decades, sharper side positive; where-it-sits ratio) or None."""
+    top = hf.bands[TOP]
+    if noise_fires(hf) or (hf.brighter is not None and hf.brighter == hf.sharper):
+        return None  # noise, or an exposure gain (clipped highlights, amplified noise), explains it
+    mid = hf.bands[MID]
+    if hf.band_clear[MID] and abs(mid) >= HF_TOP[hf.basis] and abs(mid) >= abs(top) and not hf.band_clear[TOP]:
+        return abs(mid), -math.inf  # a strong blur takes the top band down to the noise floor: the mid band shows it
+    if abs(top) < HF_TOP[hf.basis] or not hf.band_clear[TOP]:
         return None
-    hs, hr = _hf_features(fs, ctx.enc.sim), _hf_features(fr, ctx.enc.real)
-    d_hf, d_gr, d_energy, agree = hf_differences(hs, hr, basis == "pairs")
-    noise_eq = noise_equivalent_levels(d_energy)
-    par_s, par_r = float(np.median(hs.parity)), float(np.median(hr.parity))
-    sharper = "sim" if d_hf > 0 else "real"
-    same_size = "resolution" not in ctx.fired
-    aliasing = (same_size and abs(d_hf) >= RESIZE_HF[basis] and abs(d_gr) >= RESIZE_GRAD[basis]
-                and d_hf * d_gr < 0 and abs(noise_eq) >= RESIZE_NOISE_EQ[basis]
-                and math.copysign(1, noise_eq) == math.copysign(1, d_hf) and agree >= RESIZE_AGREE)
-    # Optical blur on one side mimics the relative signature (the sharp side looks "aliased"
-    # next to it). Absolute levels tell them apart: a blurred side's hf_ratio falls below
-    # ALIAS_SOFT_MIN, while aliasing lifts the sharp side's above ALIAS_SHARP_MIN.
-    hf_sharp = float(np.exp(np.median((hs if sharper == "sim" else hr).log_hf)))
-    hf_soft = float(np.exp(np.median((hr if sharper == "sim" else hs).log_hf)))
-    aliasing = aliasing and hf_soft >= ALIAS_SOFT_MIN and hf_sharp >= ALIAS_SHARP_MIN
+    if hf.basis == "pairs":
+        up = hf.excess[UPPER]
+        shape = hf.excess[TOP] / up if up * top > 0 else 0.0  # sharper side's extra power, top over upper
+        if ALIAS_WEAK <= shape < ALIAS_SHAPE["pairs"] and (hf.bands[CORNER] - hf.bands[UPPER]) / top >= ALIAS_LOG_SHAPE:
+            shape = ALIAS_SHAPE["pairs"]  # both measures lean to aliasing
+    else:
+        shape = (hf.bands[CORNER] - hf.bands[UPPER]) / top  # the sharper side's view (signs cancel)
+    return abs(top), shape
+
+
+def _hf_evidence(ctx: Context, hf: HighFreq, shape: float | None) -> dict:
+    ev = basis_evidence(hf.basis, hf.n_pairs, ctx)
+    ev.update({"band_shape_sim_minus_real": nums(hf.bands[MID:], 3),
+               "bands_cycles_per_pixel": "1/8-1/4, 0.25-0.35, 0.35-0.5, 0.5-0.72",
+               "where_it_sits": num(shape, 3) if shape is not None else None,
+               "noise_sigma_sim": num(hf.noise.sim, 3), "noise_sigma_real": num(hf.noise.real, 3),
+               "sharper_side": hf.sharper})
+    return ev
+
+
+def check_resize_filter(ctx: Context) -> Finding | None:
+    """Different resize filters: aliasing on one side, or a nearest-upscale signature."""
+    if ctx.fired & {"compression", "sensor_noise"}:
+        return None
+    hf = analyse(ctx)
+    if hf is None:
+        return None
+    sig = _hf_signature(hf)
+    sharper = hf.sharper
+    other = "real" if sharper == "sim" else "sim"
+    par_s, par_r = hf.parity.sim, hf.parity.real
     hi_par = "sim" if par_s >= par_r else "real"
     top_par, lo_par = max(par_s, par_r), min(par_s, par_r)
-    nearest_up = (top_par >= NEAREST_PARITY and top_par - lo_par >= NEAREST_PARITY_GAP
-                  and hi_par == sharper and abs(d_hf) >= RESIZE_HF[basis] and d_hf * d_gr < 0)
+    nearest_up = (sig is not None and top_par >= NEAREST_PARITY and top_par - lo_par >= NEAREST_PARITY_GAP
+                  and hi_par == sharper)
+    aliasing = sig is not None and sig[1] >= ALIAS_SHAPE[hf.basis]
     if not (aliasing or nearest_up):
         return None
-    other = "real" if sharper == "sim" else "sim"
     family = ({sharper: _NEAREST_UP, other: _INTERPOLATED_UP} if nearest_up
               else {sharper: _ALIASED, other: _ANTIALIASED})
-    ev = basis_evidence(basis, len(fs) if basis == "pairs" else 0, ctx)
-    ev.update({
-        "log_hf_ratio_sim_minus_real": num(d_hf), "log_grad_ratio_sim_minus_real": num(d_gr),
-        "noise_equivalent_levels": num(noise_eq, 3), "pair_agreement": num(agree),
-        "sim_hf_ratio": num(float(np.exp(np.median(hs.log_hf)))),
-        "real_hf_ratio": num(float(np.exp(np.median(hr.log_hf)))),
-        "sim_grad_ratio": num(float(np.exp(np.median(hs.log_grad)))),
-        "real_grad_ratio": num(float(np.exp(np.median(hr.log_grad)))),
-        "sim_dup_parity": num(par_s), "real_dup_parity": num(par_r),
-        "sharper_side": sharper, "sim_filter_family": family["sim"],
-        "real_filter_family": family["real"],
-        "signature": "nearest_upscale" if nearest_up else "aliasing",
-    })
+    ev = _hf_evidence(ctx, hf, sig[1])
+    ev.update({"sim_dup_parity": num(par_s), "real_dup_parity": num(par_r),
+               "sim_filter_family": family["sim"], "real_filter_family": family["real"],
+               "signature": "nearest_upscale" if nearest_up else "aliasing"})
     if nearest_up:
         title = (f"{hi_par.capitalize()} frames carry a nearest-neighbour upscaling signature "
                  f"(dup_parity {top_par:.2f} vs {lo_par:.2f}); the other side is interpolated.")
         score = (top_par - lo_par) / NEAREST_PARITY_GAP
     else:
-        title = (f"{sharper.capitalize()} frames carry aliased high-frequency energy the {other} "
-                 f"frames lack (like {abs(noise_eq):.1f}/255 noise; hf_ratio "
-                 f"x{math.exp(abs(d_hf)):.2f}): different resize filters.")
-        score = abs(noise_eq) / RESIZE_NOISE_EQ[basis]
+        title = (f"{sharper.capitalize()} frames carry aliased energy just below Nyquist that the {other} frames "
+                 f"lack (top-band power x{10 ** sig[0]:.1f}, concentrated at the top): different resize filters.")
+        score = sig[0] / HF_TOP[hf.basis]
     action = ("Resize both streams with the same filter (an antialiased one, e.g. PIL BICUBIC/"
               f"BILINEAR or torchvision antialias=True); {sharper} looks like {family[sharper]}, "
               f"{other} like {family[other]}. If the sim renders at the target size, enable the "
@@ -168,47 +123,28 @@ def check_resize_filter(ctx: Context) -> Finding | None:
 def check_sharpness(ctx: Context) -> Finding | None:
     """Optical sharpness gap (focus, motion or lens blur): a gap, not a bug.
 
-    Fires when the Laplacian energy differs by SHARPNESS_STOPS (log2) in the same direction for
-    RESIZE_AGREE of the pairs and no resize-filter signature explains it. Mild noise raises the
-    Laplacian energy of smooth frames by up to ~1.5x (0.6 in log2); a Gaussian blur of sigma 1
-    pixel lowers it 5-20x.
+    Fires on a clear high-frequency difference that spreads down from the top band (blur) and is
+    not explained by sensor noise, compression, a resize filter or a resolution change.
     """
-    if ctx.fired & {"resize_filter", "resolution", "value_range", "normalization"}:
+    if ctx.fired & {"resize_filter", "resolution", "value_range", "normalization", "compression", "sensor_noise"}:
         return None
-
-    def keep(f: FrameRecord, partner: FrameRecord | None) -> bool:
-        return bool(f.image.sharpness and f.image.sharpness > 0 and f.image.hf_ratio)
-
-    basis, fs, fr = ctx.image_sides(keep)
-    if len(fs) < 2 or len(fr) < 2:
+    hf = analyse(ctx)
+    if hf is None:
         return None
-    # on one scale: gradient energy x hf_ratio = sharpness, with the encoding's scale applied
-    hs, hr = _hf_features(fs, ctx.enc.sim), _hf_features(fr, ctx.enc.real)
-    ls = np.log2(hs.grad_energy * np.exp(hs.log_hf))
-    lr = np.log2(hr.grad_energy * np.exp(hr.log_hf))
-    if basis == "pairs":
-        d_all = ls - lr
-        d = float(np.median(d_all))
-        agree = float(np.mean(np.sign(d_all) == np.sign(d)))
-        clear = agree >= RESIZE_AGREE
-    else:
-        d = float(np.median(ls) - np.median(lr))
-        agree = None
-        clear = dist_z(ls, lr) >= DIST_Z
-    if abs(d) < SHARPNESS_STOPS[basis] or not clear:
+    sig = _hf_signature(hf)
+    if sig is None or sig[1] >= ALIAS_SHAPE[hf.basis]:
         return None
-    sharper, softer = ("sim", "real") if d > 0 else ("real", "sim")
-    ev = basis_evidence(basis, len(fs) if basis == "pairs" else 0, ctx)
-    ev.update({"log2_sharpness_sim_minus_real": num(d), "sharpness_ratio": num(2 ** abs(d), 3),
-               "pair_agreement": num(agree) if agree is not None else None,
-               "sim_sharpness": num(float(2 ** np.median(ls)), 6), "real_sharpness": num(float(2 ** np.median(lr)), 6),
-               "sharper_side": sharper})
-    title = (f"{sharper.capitalize()} frames are {2 ** abs(d):.1f}x sharper than {softer} frames "
-             f"(Laplacian energy): focus, motion or lens blur differs.")
+    sharper = hf.sharper
+    softer = "real" if sharper == "sim" else "sim"
+    ratio = 10 ** sig[0]
+    ev = _hf_evidence(ctx, hf, sig[1] if math.isfinite(sig[1]) else None)
+    ev["top_band_power_ratio"] = num(ratio, 3)
+    title = (f"{sharper.capitalize()} frames are sharper than {softer} frames: {ratio:.1f}x the power just below "
+             f"Nyquist, falling off through the upper bands as blur does (focus, motion or lens blur differs).")
     if sharper == "sim":
         action = ("Add camera blur to the sim (defocus / motion blur, randomized up to the measured softness) "
                   "or check the real camera's focus and exposure time.")
     else:
         action = ("The sim is softer than the camera: render at a higher resolution or with less "
                   "smoothing (check texture filtering and anti-aliasing settings).")
-    return Finding("sharpness", "gap", title, ev, action, num(abs(d) / SHARPNESS_STOPS[basis]))
+    return Finding("sharpness", "gap", title, ev, action, num(sig[0] / HF_TOP[hf.basis]))

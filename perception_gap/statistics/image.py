@@ -26,6 +26,7 @@ import numpy as np
 from PIL import Image
 
 from perception_gap.statistics.sampling import floats, sample_grid, sample_stride
+from perception_gap.statistics.texture import chroma_hf, jpeg_quality, texture_features
 
 LUM_PERCENTILES = (1, 5, 50, 95, 99)
 HF_CROP = 128
@@ -77,6 +78,18 @@ class ImageStats:
         hist: per-channel histogram of the sampled values, `HIST_BINS` equal bins over
             [0, nominal_max], as fractions of the samples, flattened channel-major (C * HIST_BINS);
             None for float arrays (no fixed scale to bin on).
+        noise_sigma: sensor-noise standard deviation of luma, in fraction of full scale (own
+            units for floats; x255 = 8-bit levels), estimated robustly in the flattest 30% of the
+            crop (see `texture_features`). None on crops under 16 pixels.
+        spectrum: log10 mean power of the Hann-windowed luma crop in the six radial frequency
+            bands `SPECTRUM_BANDS` (cycles per pixel, Nyquist = 0.5), in (fraction of full
+            scale)^2 per pixel: white noise of variance v reads log10(v) in every band. None on
+            small crops.
+        chroma_hf: E[Laplacian^2] / E[gradient^2] of the chroma (Cb, Cr) crop, as `hf_ratio` is
+            for luma; chroma subsampling (4:2:0 video and JPEG) lowers it, per-channel noise raises
+            it. None for grey or constant frames.
+        jpeg_quality: the IJG quality (1-100) whose luminance quantization table best matches the
+            file's own (JPEG files only), else None.
     """
 
     width: int
@@ -101,6 +114,10 @@ class ImageStats:
     blockiness: float | None
     nonfinite_frac: float = 0.0
     hist: tuple[float, ...] | None = None
+    noise_sigma: float | None = None
+    spectrum: tuple[float, ...] | None = None
+    chroma_hf: float | None = None
+    jpeg_quality: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -232,6 +249,9 @@ def image_stats_pil(img: Image.Image) -> ImageStats:
     crop = img.crop(_centre_crop_box(h, w))
     lum_crop = np.asarray(crop.convert("L") if rgb else crop, dtype=np.float32)
     hf = _hf_features(lum_crop, 255.0)
+    hf.update(texture_features(lum_crop, 255.0))
+    hf["chroma_hf"] = chroma_hf(np.asarray(crop)) if rgb else None
+    hf["jpeg_quality"] = jpeg_quality(getattr(img, "quantization", None)) if img.format == "JPEG" else None
     return ImageStats(
         width=w, height=h, channels=c, dtype="uint8", mode=img.mode, nominal_max=255.0,
         stride=s, mean=floats(mean), std=floats(std), min=floats(lo), max=floats(hi),
@@ -323,6 +343,10 @@ def image_stats_array(a: np.ndarray, *, mode: str = "array") -> ImageStats:
     else:
         lum_c = np.nan_to_num(_luma_float(crop).astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
     hf = _hf_features(lum_c, nominal if nominal is not None else 1.0)
+    hf.update(texture_features(lum_c, nominal if nominal is not None else 1.0))
+    if c >= 3:
+        crop3 = np.nan_to_num(crop[..., :3].astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
+        hf["chroma_hf"] = chroma_hf(crop3)
     hist = _int_hist(flat, nominal) if nominal is not None else None
     return ImageStats(
         width=w, height=h, channels=c, dtype=a.dtype.name, mode=mode, nominal_max=nominal,

@@ -165,7 +165,7 @@ def _image_from_row(row: dict[str, Any]) -> ImageStats | None:
     if row.get("img_error") is not None or row.get("img_width") is None:
         return None
     vals = {k: row[f"img_{k}"] for k in _IMAGE_FIELDS}
-    for k in ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "hist"):
+    for k in ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "hist", "spectrum"):
         if vals[k] is not None:
             vals[k] = tuple(vals[k])
     return ImageStats(**vals)

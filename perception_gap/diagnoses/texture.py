@@ -1,0 +1,172 @@
+"""Sensor and codec diagnoses: sensor noise (`sensor_noise`) and lossy compression (`compression`).
+
+Both are gaps, not bugs: a simulator renders clean, uncompressed frames, a camera pipeline adds
+noise and (for video and many recorders) compression. Both read the shared high-frequency
+comparison (`highfreq.analyse`) and run before the resize-filter and sharpness checks, which
+they would otherwise contaminate: noise raises high-frequency energy, compression removes it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from perception_gap.diagnoses.common import num
+from perception_gap.diagnoses.context import Context, basis_evidence
+from perception_gap.diagnoses.highfreq import TOP, HighFreq, analyse
+from perception_gap.findings import Finding
+
+# Sensor noise: the noisier side adds white noise of at least NOISE_MIN luma levels (the square
+# root of the variance difference), the difference is clear (paired median CI, or DIST_Z), and
+# it explains the extra top-band power (measured excess / variance difference <= NOISE_EXPLAINS;
+# white noise reads ~1, aliasing and blur 10-1000). Luma noise of i.i.d. RGB noise is 0.67 of
+# the per-channel sigma: sigma-2 RGB noise reads 1.3-1.5 luma levels over a clean camera.
+NOISE_MIN = {"pairs": 0.8, "distribution": 1.5}
+NOISE_EXPLAINS = 3.0
+# The flat-spectrum route needs the flat-region estimate to agree: at least this share of the sigma
+# the flat excess implies (busy textures halve the flat-region estimate; aliasing on synthetic
+# textures reads a flat-ish excess of 4 levels with a flat-region difference of 0.5).
+FLAT_AGREE = 0.35
+RGB_PER_LUMA = 1.0 / math.sqrt(0.299 ** 2 + 0.587 ** 2 + 0.114 ** 2)
+
+# Compression. JPEG blockiness (mean |dx| across 8x8 block boundaries over elsewhere) of the
+# blockier side at least BLOCK_MIN and BLOCK_RATIO over the other's, clearly: q30 reads 1.5-2.3
+# against 0.9-1.3 for the same frames uncompressed, q50 1.13-1.9, q70 1.03-1.6, and q90 on
+# smooth synthetic textures up to 1.21 (a mild re-encode, kept quiet): named from about q30-50. Or both sides are JPEG files
+# whose estimated qualities differ by QUALITY_GAP with the lower under QUALITY_MAX. Or chroma
+# detail (chroma hf ratio) differs by CHROMA_LOG2 while luma detail does not (4:2:0 subsampling
+# halves the chroma resolution: 0.7 in log2 on frames that were not subsampled before).
+BLOCK_MIN = 1.25
+BLOCK_RATIO = 1.15
+BLOCK_STRONG = 1.3  # a ratio this large is compression even when the noise differs too (JPEG removes noise)
+QUALITY_GAP = 15.0
+QUALITY_MAX = 85.0
+CHROMA_LOG2 = 0.35
+CHROMA_LUMA_MAX = 0.08  # decades of top-band shape change allowed with a chroma-only finding
+
+
+def noise_excess(hf: HighFreq) -> float | None:
+    """Signed sigma (luma levels, sim noisier positive) of the sensor noise that separates the sides, or None.
+
+    Two routes: the flat-region noise estimates differ clearly and the difference explains the
+    extra top-band power; or the band powers differ by the same amount over the top bands (white
+    noise is flat), which also holds on busy textures with no flat region to measure in.
+    """
+    sx = hf.noise_excess()
+    if hf.variance.clear and abs(sx) >= NOISE_MIN[hf.basis]:
+        if hf.noise_explains_top() <= NOISE_EXPLAINS:
+            return sx
+        if hf.basis == "distribution" and not hf.signal_top.clear:
+            return sx  # raw powers carry scene differences; the noise-corrected shape does not differ
+    flat = hf.flat_excess()
+    if (hf.basis == "pairs" and flat is not None and abs(flat) >= NOISE_MIN[hf.basis]
+            and sx * flat > 0 and abs(sx) >= FLAT_AGREE * abs(flat)):
+        return flat  # the flat-region estimate must point the same way and not be far smaller
+    return None
+
+
+def noise_fires(hf: HighFreq) -> bool:
+    """The sides differ by sensor noise, and noise explains their high-frequency difference."""
+    sx = noise_excess(hf)
+    if sx is None:
+        return False
+    # an exposure gain amplifies the brighter side's noise: that is named as brightness
+    return hf.brighter is None or (sx > 0) != (hf.brighter == "sim")
+
+
+def check_sensor_noise(ctx: Context) -> Finding | None:
+    """Sensor noise differs between the sides (a gap: add calibrated noise to sim, or denoise)."""
+    hf = analyse(ctx)
+    if hf is None or not noise_fires(hf) or "compression" in ctx.fired:
+        return None  # compression removes noise: the compressed side is the quieter one
+    signed = noise_excess(hf)
+    noisier = "sim" if signed > 0 else "real"
+    sx = abs(signed)
+    ev = basis_evidence(hf.basis, hf.n_pairs, ctx)
+    ev.update({"noise_sigma_sim": num(hf.noise.sim, 3), "noise_sigma_real": num(hf.noise.real, 3),
+               "added_sigma_luma": num(sx, 3), "added_sigma_rgb_iid": num(sx * RGB_PER_LUMA, 3),
+               "noisier_side": noisier, "top_band_excess_over_noise": num(hf.noise_explains_top(), 3),
+               "flat_band_excess_sigma": num(hf.flat_excess(), 3) if hf.flat_excess() is not None else None,
+               "unit": "8-bit levels (luma; rgb_iid = per channel if the noise is independent per channel)"})
+    if hf.variance.ci is not None:
+        ev["variance_diff_ci"] = [num(hf.variance.ci[0], 3), num(hf.variance.ci[1], 3)]
+    title = (f"{noisier.capitalize()} frames carry more sensor noise: sigma {max(hf.noise.sim, hf.noise.real):.1f} "
+             f"vs {min(hf.noise.sim, hf.noise.real):.1f} luma levels (about {sx * RGB_PER_LUMA:.1f}/255 "
+             f"per-channel noise added on the {noisier} side).")
+    if noisier == "real":
+        action = (f"Add calibrated sensor noise to the sim frames (Gaussian, about {sx * RGB_PER_LUMA:.1f}/255 per "
+                  "channel, or a shot + read noise model fitted to the camera), or denoise the real frames "
+                  "before the policy sees them.")
+    else:
+        action = (f"The sim adds more noise than the camera has ({sx * RGB_PER_LUMA:.1f}/255 per channel): lower "
+                  "the sim's noise model to the measured real level.")
+    return Finding("sensor_noise", "gap", title, ev, action, num(sx / NOISE_MIN[hf.basis]))
+
+
+def _blocky(hf: HighFreq) -> tuple[str, float] | None:
+    b = hf.blockiness
+    if not b.clear or not (math.isfinite(b.sim) and math.isfinite(b.real)):
+        return None
+    hi, lo = max(b.sim, b.real), min(b.sim, b.real)
+    side = "sim" if b.sim > b.real else "real"
+    if hf.band_clear[TOP] and abs(hf.bands[TOP]) >= 0.25 and hf.sharper == side:
+        return None  # the blockier side is also clearly sharper: the other side lost its blocks to blur
+    if hi >= BLOCK_MIN and lo > 0 and hi / lo >= BLOCK_RATIO:
+        return side, hi / lo / BLOCK_RATIO
+    return None
+
+
+def _low_quality(hf: HighFreq) -> tuple[str, float] | None:
+    q = hf.quality
+    if not (math.isfinite(q.sim) and math.isfinite(q.real)):
+        return None
+    lo = min(q.sim, q.real)
+    if abs(q.diff) >= QUALITY_GAP and lo <= QUALITY_MAX and (q.clear or hf.basis == "distribution"):
+        return ("sim" if q.sim < q.real else "real"), abs(q.diff) / QUALITY_GAP
+    return None
+
+
+def _subsampled(hf: HighFreq) -> tuple[str, float] | None:
+    c = hf.chroma
+    if not c.clear or abs(c.diff) < CHROMA_LOG2 or (hf.band_clear[TOP] and abs(hf.bands[TOP]) > CHROMA_LUMA_MAX):
+        return None
+    if abs(hf.noise_excess()) >= 0.5 * NOISE_MIN[hf.basis]:
+        return None  # per-channel noise raises chroma detail on the noisier side, clearly or not
+    return ("real" if c.diff > 0 else "sim"), abs(c.diff) / CHROMA_LOG2
+
+
+def check_compression(ctx: Context) -> Finding | None:
+    """Lossy compression differs: JPEG block artefacts or quality, or chroma subsampling (a gap)."""
+    hf = analyse(ctx)
+    if hf is None:
+        return None
+    blocky, quality, sub = _blocky(hf), _low_quality(hf), _subsampled(hf)
+    if noise_fires(hf):
+        # compression removes noise: the less noisy side being clearly blockier is still compression
+        strong = blocky is not None and blocky[1] * BLOCK_RATIO >= BLOCK_STRONG
+        blocky, sub = (blocky if strong else None), None
+    found = quality or blocky or sub
+    if found is None:
+        return None
+    side, score = found
+    other = "real" if side == "sim" else "sim"
+    ev = basis_evidence(hf.basis, hf.n_pairs, ctx)
+    ev.update({"compressed_side": side,
+               "blockiness_sim": num(hf.blockiness.sim, 3), "blockiness_real": num(hf.blockiness.real, 3),
+               "jpeg_quality_sim": num(hf.quality.sim, 1), "jpeg_quality_real": num(hf.quality.real, 1),
+               "log2_chroma_detail_sim_minus_real": num(hf.chroma.diff, 3),
+               "signature": "jpeg_quality" if quality else ("blockiness" if blocky else "chroma_subsampling")})
+    if quality:
+        what = f"JPEG quality about {min(hf.quality.sim, hf.quality.real):.0f} vs {max(hf.quality.sim, hf.quality.real):.0f}"
+    elif blocky:
+        what = (f"8x8 block artefacts (blockiness {max(hf.blockiness.sim, hf.blockiness.real):.2f} vs "
+                f"{min(hf.blockiness.sim, hf.blockiness.real):.2f})")
+    else:
+        what = f"chroma detail {2 ** abs(hf.chroma.diff):.1f}x lower (chroma subsampling, 4:2:0 video)"
+    title = f"{side.capitalize()} frames are more compressed than {other} frames: {what}."
+    if side == "real":
+        action = ("Apply the same codec to the sim frames (JPEG at the measured quality, or the video codec with "
+                  "4:2:0 chroma) in training augmentation, or record real frames at higher quality.")
+    else:
+        action = ("The sim stream is compressed more than the camera's: store or transport sim frames losslessly "
+                  "(PNG, or a higher JPEG quality) or match the camera's codec settings.")
+    return Finding("compression", "gap", title, ev, action, num(score))
