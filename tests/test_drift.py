@@ -353,3 +353,32 @@ def test_shift_gate_pairs_cancel_shared_scenes():
     assert paired.value == alone.value == pytest.approx(float(np.median(cur) - np.median(base)))
     assert alone.passed and not paired.passed  # the same change: only the pairing shows it is > 0.25
     assert paired.ci["high"] - paired.ci["low"] < 0.3 * (alone.ci["high"] - alone.ci["low"])
+
+
+def test_noise_is_its_own_gate_and_leaves_sharpness_alone():
+    """sigma-2 RGB noise on smooth frames: within the sensor-noise tolerance and no sharpness change once
+    each frame's own noise is removed; sigma-6 noise fails the sensor-noise gate; a blur fails sharpness."""
+    rng = np.random.default_rng(3)
+    base = [render(s) for s in scenes(n=24, h=96, w=128, seed=4)]
+
+    def st(frames):
+        return [image_stats_pil(Image.fromarray(a)) for a in frames]
+
+    def noisy(frames, sigma):
+        return [np.clip(a + rng.normal(0, sigma, a.shape), 0, 255).round().astype(np.uint8) for a in frames]
+
+    b = st(base)
+    pairs = np.stack([np.arange(24), np.arange(24)], axis=1)
+    for sigma, noise_passes in ((2.0, True), (6.0, False)):
+        c = st(noisy(base, sigma))
+        g = drift.shift_gate("sensor_noise", drift.noise_vector(b), drift.noise_vector(c), None, None, 2.0,
+                             pairs=pairs, n_boot=200)
+        assert g.passed is noise_passes, (sigma, g.value)
+        assert g.value == pytest.approx(0.668 * sigma, rel=0.35)  # luma of i.i.d. RGB noise
+        sh = drift.shift_gate("sharpness", drift.sharpness_vector(b), drift.sharpness_vector(c), None, None, 0.5,
+                              pairs=pairs, n_boot=200)
+        assert sh.passed if sigma == 2.0 else True, sh.value
+    blurred = st([blur(a, 1.5) for a in base])
+    g = drift.shift_gate("sharpness", drift.sharpness_vector(b), drift.sharpness_vector(blurred), None, None, 0.5,
+                         pairs=pairs, n_boot=200)
+    assert not g.passed and g.value < -0.5

@@ -34,7 +34,9 @@ _DRIFT_ACTIONS = {
     "channel_shift": ("gap", "Check exposure, gain and white-balance settings and the lighting; if the change is "
                              "intended (new lighting), re-baseline with these frames."),
     "sharpness": ("gap", "Check focus, the lens (dirt, condensation), motion blur from a loose mount or a longer "
-                         "exposure; a rise means more noise or sharpening in the image pipeline."),
+                         "exposure; a rise means sharpening in the image pipeline."),
+    "sensor_noise": ("gap", "Check gain/ISO and exposure settings, the light level (a darker scene needs more gain) "
+                            "and the sensor temperature; re-baseline if the change is intended."),
     "depth_dropout": ("gap", "Check the depth sensor: IR interference, reflective or transparent objects, a dirty "
                              "window, a changed range or filter setting."),
     "embedding": ("gap", "The frames look different to this encoder beyond the baseline's own variation: look at the "
@@ -63,8 +65,11 @@ def _gate_title(g: dict[str, Any], current: str, baseline: str) -> str:
         return (f"Channel {col} of {current!r} is {abs(v):.2f} stops {'brighter' if v > 0 else 'darker'} than the "
                 f"baseline ({changes} stops; tolerance {t:g})")
     if base == "sharpness":
-        return (f"{current!r} is {2 ** abs(v):.2f}x {'sharper/noisier' if v > 0 else 'blurrier'} than the baseline "
-                f"(Laplacian energy; tolerance x{2 ** t:.2f})")
+        return (f"{current!r} is {2 ** abs(v):.2f}x {'sharper' if v > 0 else 'blurrier'} than the baseline "
+                f"(Laplacian energy without sensor noise; tolerance x{2 ** t:.2f})")
+    if base == "sensor_noise":
+        return (f"Sensor noise of {current!r} {'rose' if v > 0 else 'fell'} by {abs(v):.1f} luma levels against the "
+                f"baseline (tolerance {t:g})")
     if base == "depth_dropout":
         return f"Depth dropout of {current!r} rose by {v:.3f} (tolerance {t:g})"
     if base == "format":
@@ -129,6 +134,15 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
         gates.append(dr.shift_gate("sharpness", dr.sharpness_vector(st[baseline]), dr.sharpness_vector(st[current]),
                                    eps[baseline], eps[current], float(cfg["sharpness"]["max_log2"]),
                                    labels=["log2 sharpness"], pairs=pairs, **kw))
+    if on("sensor_noise"):
+        nb, nc = dr.noise_vector(st[baseline]), dr.noise_vector(st[current])
+        if len(nb) == len(st[baseline]) and len(nc) == len(st[current]):
+            gates.append(dr.shift_gate("sensor_noise", nb, nc, eps[baseline], eps[current],
+                                       float(cfg["sensor_noise"]["max_levels"]), labels=["noise sigma"], pairs=pairs,
+                                       reducer="median", **kw))
+        else:
+            gates.append(dr.skipped("sensor_noise", float(cfg["sensor_noise"]["max_levels"]),
+                                    "frames without a noise estimate (tiny frames)"))
     if on("depth_dropout"):
         t = float(cfg["depth_dropout"]["max_increase"])
         dep = {n: [f for f in rec[n].frames if f.depth is not None] for n in rec}

@@ -46,6 +46,7 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
     "format": {"enabled": True, "max_fraction": 0.01},
     "channel_shift": {"enabled": True, "max_stops": 0.25},
     "sharpness": {"enabled": True, "max_log2": 0.5},
+    "sensor_noise": {"enabled": True, "max_levels": 2.0},
     "depth_dropout": {"enabled": True, "max_increase": 0.05},
     "embedding": {"enabled": True, "max_ratio": 2.0},
     "domain_auc": {"enabled": True, "max_auc": 0.85, "min_ratio": 2.0},
@@ -58,6 +59,7 @@ THRESHOLD_RANGES: dict[tuple[str, str], tuple[float, float, bool, bool, bool]] =
     ("format", "max_fraction"): (0.0, 1.0, True, True, False),
     ("channel_shift", "max_stops"): (0.0, 10.0, False, True, False),
     ("sharpness", "max_log2"): (0.0, 10.0, False, True, False),
+    ("sensor_noise", "max_levels"): (0.0, 255.0, False, True, False),
     ("depth_dropout", "max_increase"): (0.0, 1.0, False, True, False),
     ("embedding", "max_ratio"): (0.0, 1e6, False, True, False),
     ("domain_auc", "max_auc"): (0.5, 1.0, True, True, False),
@@ -72,7 +74,10 @@ DESCRIPTIONS = {
     "format": "share of current frames whose size, dtype or channel count differs from the baseline's usual one, "
               "beyond the baseline's own share of such frames",
     "channel_shift": "largest change of a channel's median linear-light mean, in stops",
-    "sharpness": "change of the median Laplacian energy, log2 (blur < 0, noise or sharpening > 0)",
+    "sharpness": "change of the median Laplacian energy with each frame's own sensor noise removed, log2 "
+                 "(blur < 0, sharpening > 0)",
+    "sensor_noise": "change of the median sensor-noise sigma, luma 8-bit levels (noise within the tolerance is "
+                    "not drift)",
     "depth_dropout": "change of the mean fraction of invalid (0/NaN/inf) depth pixels",
     "embedding": "centroid distance current vs baseline, in units of the baseline's own noise floor at these sizes",
     "domain_auc": "AUC of a classifier telling current from baseline frames (0.5 = indistinguishable); fails only "
@@ -282,8 +287,28 @@ def exposure_matrix(stats: Sequence[ImageStats]) -> np.ndarray:
     return np.asarray(rows, dtype=np.float64).reshape(-1, 3)
 
 
+# White noise of sigma (fraction of full scale) adds 20 sigma^2 to the mean squared 4-neighbour
+# Laplacian (weights -4, 1, 1, 1, 1): the sharpness gate measures what is left, so a camera that
+# got a little noisier is the `sensor_noise` gate's business (sigma-2 RGB noise raised the raw
+# Laplacian energy of smooth frames 1.48x, past the sharpness tolerance).
+LAPLACIAN_NOISE_GAIN = 20.0
+
+
 def sharpness_vector(stats: Sequence[ImageStats]) -> np.ndarray:
-    return np.asarray([[math.log2(max(float(s.sharpness), 1e-12))] for s in stats], dtype=np.float64).reshape(-1, 1)
+    """(N, 1) per-frame log2 Laplacian energy with the frame's own white-noise share removed (floored at 5%)."""
+    rows = []
+    for s in stats:
+        lap = float(s.sharpness)
+        if s.noise_sigma is not None:
+            lap = max(lap - LAPLACIAN_NOISE_GAIN * float(s.noise_sigma) ** 2, 0.05 * lap)
+        rows.append([math.log2(max(lap, 1e-12))])
+    return np.asarray(rows, dtype=np.float64).reshape(-1, 1)
+
+
+def noise_vector(stats: Sequence[ImageStats]) -> np.ndarray:
+    """(N, 1) per-frame sensor-noise sigma in luma 8-bit levels (frames without the statistic left out)."""
+    return np.asarray([[255.0 * float(s.noise_sigma)] for s in stats if s.noise_sigma is not None],
+                      dtype=np.float64).reshape(-1, 1)
 
 
 FIXED_SIZE_SHARE = 0.95  # the baseline has a fixed frame size when its usual size covers this share of frames
