@@ -60,6 +60,10 @@ def execute(args: argparse.Namespace) -> int:
         return fail(f"drift needs {', '.join(missing)} (or --history).")
     cfg = load_config(args.config)
     check_outputs(args.out, args.json)
+    if args.rollouts:
+        from perception_gap.evaluation.jobs import add_rollouts, check_rollouts
+
+        check_rollouts(args.rollouts)  # bad input fails before the long analysis
     if args.current_dir:
         rc = args.main(["index", args.current_dir, "--set", args.current, "--domain", args.domain, "--db", args.db, "-q"]
                   + (["--workers", str(args.workers)] if args.workers else []))
@@ -73,6 +77,8 @@ def execute(args: argparse.Namespace) -> int:
                             device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress)
         finally:
             close()
+    if args.rollouts:
+        add_rollouts(res, args.rollouts)
     write_outputs(res, out_dir, args.json)
     if not args.quiet:
         _print_drift(res, out_dir)

@@ -140,13 +140,19 @@ def fmt(x: Any, nd: int = 3) -> str:
     return str(x)
 
 
-def write_outputs(res: dict[str, Any], out_dir: Path, json_path: str | None) -> None:
-    """report.html, results.json and the optional --json copy: all of them or, on failure, none."""
-    from reports import render_report
+def write_outputs(res: dict[str, Any], out_dir: Path | None, json_path: str | None,
+                  render: Callable[[Any], str] | None = None) -> None:
+    """report.html, results.json and the optional --json copy: all of them or, on failure, none.
 
+    `render` turns the JSON form into HTML (default: the analysis report); no `out_dir`: only --json.
+    """
     text = dumps(res)
-    html = render_report(json.loads(text))  # from the JSON form: what the report may read
-    files = [(out_dir / "report.html", html), (out_dir / "results.json", text)]  # renamed in this order
+    files = []
+    if out_dir is not None:
+        if render is None:
+            from reports import render_report as render
+        html = render(json.loads(text))  # from the JSON form: what the report may read
+        files = [(out_dir / "report.html", html), (out_dir / "results.json", text)]  # renamed in this order
     write_files(files + ([(Path(json_path), text)] if json_path else []))
 
 

@@ -45,6 +45,10 @@ def execute(args: argparse.Namespace) -> int:
     names = parse_encoder_list(args.encoders) if args.encoders else None
     out_dir = Path(args.out)
     check_outputs(out_dir, args.json)
+    if args.rollouts:
+        from perception_gap.evaluation.jobs import add_rollouts, check_rollouts
+
+        check_rollouts(args.rollouts)  # bad input fails before the long analysis
     progress, close = progress_bar(args, "run")
     with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:
@@ -52,6 +56,8 @@ def execute(args: argparse.Namespace) -> int:
                           batch_size=args.batch_size, workers=args.workers, progress=progress)
         finally:
             close()
+    if args.rollouts:
+        add_rollouts(res, args.rollouts)
     write_outputs(res, out_dir, args.json)
     if not args.quiet:
         _print_run(res, out_dir)

@@ -1,0 +1,37 @@
+"""`latency FILE --fps HZ`: per-stage and end-to-end latency against the control tick; a `--max-p95-ms` gate."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from perception_gap.commands.output import check_outputs, fmt, write_outputs
+from perception_gap.commands.rollouts import print_gates_and_findings
+
+
+def _print(res: dict[str, Any], out_dir: str | None) -> None:
+    sec = res["latency"]
+    print(f"{sec['n_ticks']} ticks, tick {fmt(sec['tick_ms'])} ms; stages: {' -> '.join(sec['stage_order'])}")
+    print(f"{'stage (from previous)':<24} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
+    for s, v in list(sec["stages"].items()) + [("end to end", sec["end_to_end"])]:
+        print(f"{s[:24]:<24} {fmt(v['p50']):>8} {fmt(v['p95']):>8} {fmt(v['p99']):>8}")
+    st = sec["staleness_ticks"]
+    print(f"overrun: {sec['overrun_fraction']:.1%} of ticks; staleness p50/p95/max {fmt(st['p50'])}/{fmt(st['p95'])}/"
+          f"{fmt(st['max'])} ticks; jitter {fmt(sec['jitter_ms'])} ms (period), {fmt(sec['e2e_jitter_ms'])} ms (end to end)")
+    for s in sec["skipped"]:
+        print(f"skipped tick {fmt(s['tick'])}: {s['reason']}")
+    print_gates_and_findings(res, sec, out_dir)
+
+
+def execute(args: argparse.Namespace) -> int:
+    from perception_gap.evaluation.jobs import latency_job
+    from reports.evaluation import render_evaluation
+
+    check_outputs(args.out, args.json)
+    stages = [s.strip() for s in args.stages.split(",") if s.strip()] if args.stages else None
+    res = latency_job(args.file, args.fps, stages=stages, unit=args.unit, max_p95_ms=args.max_p95_ms)
+    write_outputs(res, Path(args.out) if args.out else None, args.json, render_evaluation)
+    if not args.quiet:
+        _print(res, args.out)
+    return 0 if res["latency"]["passed"] else 1

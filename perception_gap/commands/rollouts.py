@@ -1,0 +1,50 @@
+"""`rollouts FILE`: success rates with exact intervals, sim vs real drops, rollouts needed; a `--max-drop` gate."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from perception_gap.commands.output import check_outputs, fmt, write_outputs
+
+
+def print_gates_and_findings(res: dict[str, Any], section: dict[str, Any], out_dir: str | None) -> None:
+    """The lines every evaluation command ends with: findings, gates, where the files went."""
+    for f in res["findings"]:
+        print(f"[{f['severity']}] {f['code']}: {f['title']}\n   action: {f['action']}")
+    if not res["findings"]:
+        print("findings: none")
+    for g in section["gates"]:
+        print(f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {g['status']}")
+    if out_dir:
+        print(f"results: {Path(out_dir) / 'results.json'}, report: {Path(out_dir) / 'report.html'}")
+
+
+def _print(res: dict[str, Any], out_dir: str | None) -> None:
+    sec = res["rollouts"]
+    level = f"{sec['confidence'] * 100:g}%"
+    print(f"{'policy':<20} {'task':<18} {'domain':<6} {'n':>6} {'succ':>6} {'rate':>6}  {level} CI ({sec['ci_method']})")
+    for g in sec["groups"]:
+        print(f"{g['policy'][:20]:<20} {g['task'][:18]:<18} {g['domain']:<6} {g['n']:>6} {g['successes']:>6} "
+              f"{g['rate']:>6.3f}  [{g['ci_low']:.3f}, {g['ci_high']:.3f}]")
+    for c in sec["comparisons"]:
+        need = c["rollouts_needed"]
+        print(f"{c['policy']}/{c['task']}: drop {c['drop']:+.3f} (sim - real), {level} CI "
+              f"[{c['drop_ci'][0]:+.3f}, {c['drop_ci'][1]:+.3f}] (Newcombe); rollouts needed: "
+              f"sim {fmt(need['sim'])}, real {fmt(need['real'])}")
+    for s in sec["skipped"]:
+        print(f"skipped {s['policy']}/{s['task']}: {s['reason']}")
+    print_gates_and_findings(res, sec, out_dir)
+
+
+def execute(args: argparse.Namespace) -> int:
+    from perception_gap.evaluation.jobs import rollouts_job
+    from reports.evaluation import render_evaluation
+
+    check_outputs(args.out, args.json)
+    res = rollouts_job(args.file, method=args.ci, confidence=args.confidence, max_drop=args.max_drop)
+    write_outputs(res, Path(args.out) if args.out else None, args.json, render_evaluation)
+    if not args.quiet:
+        _print(res, args.out)
+    return 0 if res["rollouts"]["passed"] else 1

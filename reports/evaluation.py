@@ -1,0 +1,188 @@
+"""HTML report of the evaluation commands (`rollouts`, `rank-fidelity`, `latency`).
+
+Draws and tabulates what the results hold (interval bars per policy, sim-vs-real scatter with
+the rank violations drawn, latency histogram and per-stage stacked bars); computes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from jinja2 import Environment
+from markupsafe import Markup
+
+from reports.format import MISSING, ci, compact, num, signed
+from reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _ok, _png
+
+MAX_ROWS = 60
+
+
+def interval_bars(groups: Sequence[Mapping[str, Any]]) -> Markup | None:
+    """Success rate of each policy/task, sim and real side by side, with their interval bars."""
+    rows = [g for g in groups if _ok(g.get("rate"))][:MAX_ROWS]
+    if not rows:
+        return None
+    keys = list(dict.fromkeys(f"{g['policy']}/{g['task']}" for g in rows))
+    fig = _figure(6.4, 0.9 + 0.35 * len(keys))
+    ax = fig.add_subplot()
+    for g in rows:
+        y = keys.index(f"{g['policy']}/{g['task']}") + (-0.15 if g["domain"] == "sim" else 0.15)
+        lo, hi = g.get("ci_low", g["rate"]), g.get("ci_high", g["rate"])
+        ax.errorbar([g["rate"]], [y], xerr=[[g["rate"] - lo], [hi - g["rate"]]], fmt="o", capsize=3,
+                    color=SIM_COLOR if g["domain"] == "sim" else REAL_COLOR)
+    ax.set_yticks(range(len(keys)), [_label(k, 32) for k in keys])
+    ax.invert_yaxis()
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel("success rate (bars: confidence interval)")
+    ax.plot([], [], "o", color=SIM_COLOR, label="sim")
+    ax.plot([], [], "o", color=REAL_COLOR, label="real")
+    ax.legend(fontsize=8, loc="lower right")
+    return _png(fig)
+
+
+def rank_scatter(task: str, entry: Mapping[str, Any]) -> Markup | None:
+    """Sim (x) vs real (y) success of each policy; pairs sim orders wrongly joined in red."""
+    pts = {p["policy"]: (p["sim"], p["real"]) for p in entry.get("policies") or [] if _ok(p.get("sim"))}
+    if len(pts) < 2:
+        return None
+    fig = _figure(4.6, 4.2)
+    ax = fig.add_subplot()
+    for a, b in entry.get("violations") or []:
+        if a in pts and b in pts:
+            ax.plot([pts[a][0], pts[b][0]], [pts[a][1], pts[b][1]], color="#c0392b", lw=1.2, ls="--", zorder=1)
+    for name, (x, y) in pts.items():
+        ax.scatter([x], [y], color="#34495e", zorder=3)
+        ax.annotate(_label(name), (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.plot([0, 1], [0, 1], color="#bbb", lw=0.8)
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("sim success")
+    ax.set_ylabel("real success")
+    ax.set_title(f"{_label(task, 40)} (red: rank violations)", fontsize=9)
+    return _png(fig)
+
+
+def latency_histogram(sample: Sequence[Any], tick_ms: Any) -> Markup | None:
+    """Histogram of end-to-end latency with the control tick marked."""
+    v = [float(x) for x in sample if _ok(x)]
+    if not v:
+        return None
+    fig = _figure(6.0, 3.0)
+    ax = fig.add_subplot()
+    ax.hist(v, bins=40, color=REAL_COLOR, alpha=0.8)
+    if _ok(tick_ms):
+        ax.axvline(float(tick_ms), color="#c0392b", lw=1.5, label=f"tick {float(tick_ms):.1f} ms")
+        ax.legend(fontsize=8)
+    ax.set_xlabel("end-to-end latency (ms)")
+    ax.set_ylabel("ticks")
+    return _png(fig)
+
+
+def stage_bars(stages: Mapping[str, Mapping[str, Any]], order: Sequence[str], tick_ms: Any) -> Markup | None:
+    """Per-stage latency stacked into one bar at p50 and one at p95, beside the tick."""
+    names = [s for s in order if s in stages]
+    if not names:
+        return None
+    fig = _figure(6.0, 2.6)
+    ax = fig.add_subplot()
+    colors = ["#2b6cd9", "#d9822b", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d"]
+    for row, q in enumerate(("p50", "p95")):
+        left = 0.0
+        for i, s in enumerate(names):
+            w = float(stages[s].get(q) or 0.0)
+            ax.barh([row], [w], left=left, color=colors[i % len(colors)], label=_label(s) if row == 0 else None)
+            left += w
+    if _ok(tick_ms):
+        ax.axvline(float(tick_ms), color="#c0392b", lw=1.5, ls="--")
+    ax.set_yticks([0, 1], ["p50", "p95"])
+    ax.set_xlabel("ms from the first stage (stacked per stage; dashed: tick)")
+    ax.legend(fontsize=7, ncol=min(4, len(names)), loc="upper right")
+    return _png(fig)
+
+
+TEMPLATE = r"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<title>perception-gap {{ kind }}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:0 auto;padding:1em;color:#222}
+table{border-collapse:collapse;font-size:.85em;margin:.4em 0 1em}th,td{border:1px solid #ddd;padding:.2em .5em}
+th{background:#f4f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums}.finding{border-left:4px solid #d9822b;
+padding:.2em .8em;margin:.6em 0}.muted{color:#666;font-size:.85em}img{max-width:100%}.fail{color:#c0392b;font-weight:700}</style>
+</head><body>
+<h1>{{ title }}</h1><p class="muted">perception-gap {{ version }} &middot; {{ source }}</p>
+{% if gates %}<h2>Gates</h2><table><tr><th>gate</th><th>value</th><th>threshold</th><th>result</th></tr>
+{% for g in gates %}<tr><td>{{ g.name }}</td><td class="n">{{ g.value }}</td><td class="n">{{ g.threshold }}</td>
+<td{% if not g.passed %} class="fail"{% endif %}>{{ "passed" if g.passed else "FAILED" }}</td></tr>{% endfor %}</table>{% endif %}
+<h2>Findings</h2>{% for f in findings %}<div class="finding"><b>[{{ f.severity }}] {{ f.code }}</b>: {{ f.title }}
+<div>action: {{ f.action }}</div></div>{% else %}<p>none</p>{% endfor %}
+{% for p in plots %}<img src="{{ p }}" alt="plot">{% endfor %}
+{% for t in tables %}<h2>{{ t.title }}</h2><table><tr>{% for h in t.head %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for r in t.rows %}<tr>{% for c in r %}<td class="n">{{ c }}</td>{% endfor %}</tr>{% endfor %}</table>{% endfor %}
+{% if skipped %}<h2>Skipped</h2><ul>{% for s in skipped %}<li>{{ s }}</li>{% endfor %}</ul>{% endif %}
+</body></html>"""
+
+
+def _rollouts(sec: Mapping[str, Any]) -> tuple[list[Markup], list[dict[str, Any]]]:
+    plots = [p for p in [interval_bars(sec.get("groups") or [])] if p]
+    groups = {"title": f"Success rates ({sec.get('ci_method')} {num((sec.get('confidence') or 0) * 100, 0)}% CI)",
+              "head": ["policy", "task", "domain", "n", "successes", "rate", "CI"],
+              "rows": [[g["policy"], g["task"], g["domain"], g["n"], g["successes"], num(g["rate"]),
+                        ci(g["ci_low"], g["ci_high"])] for g in (sec.get("groups") or [])[:MAX_ROWS]]}
+    comps = {"title": "Sim vs real (drop = sim - real, Newcombe hybrid score CI)",
+             "head": ["policy", "task", "sim", "real", "drop", "drop CI", "rollouts needed (sim, real)"],
+             "rows": [[c["policy"], c["task"], num(c["sim_rate"]), num(c["real_rate"]), signed(c["drop"]),
+                       ci(*c["drop_ci"]), compact(c["rollouts_needed"])] for c in (sec.get("comparisons") or [])]}
+    modes = {"title": "Failure modes (failed episodes per category)", "head": ["policy/task", "categories", "sim",
+                                                                               "real", "test", "p"],
+             "rows": [[k, ", ".join(v["categories"]), compact(v["sim"]), compact(v["real"]), v["test"],
+                       num(v["p_value"])] for k, v in (sec.get("failure_modes") or {}).items()]}
+    lengths = {"title": "Episode length (p10 / p50 / p90)", "head": ["policy/task", "sim", "real"],
+               "rows": [[k] + [(f"{num(v[d]['p10'], 1)} / {num(v[d]['p50'], 1)} / {num(v[d]['p90'], 1)} "
+                                f"(n {v[d]['n']})" if d in v else MISSING) for d in ("sim", "real")]
+                        for k, v in (sec.get("episode_lengths") or {}).items()]}
+    return plots, [t for t in (groups, comps, modes, lengths) if t["rows"]]
+
+
+def _rank(sec: Mapping[str, Any]) -> tuple[list[Markup], list[dict[str, Any]]]:
+    tasks = sec.get("tasks") or {}
+    plots = [p for p in (rank_scatter(k, v) for k, v in list(tasks.items())[:12]) if p]
+    mean = sec.get("mean") or {}
+    rows = [[k, v["n_policies"], num(v["mmrv"]), ci(*(v.get("mmrv_ci") or (None, None))), num(v["pearson"]),
+             ci(*(v.get("pearson_ci") or (None, None)))] for k, v in tasks.items()]
+    rows.append(["mean over tasks", MISSING, num(mean.get("mmrv")), MISSING, num(mean.get("pearson")), MISSING])
+    return plots, [{"title": "Rank fidelity (MMRV: order from sim and real, violation size from real)",
+                    "head": ["task", "policies", "MMRV", "CI", "Pearson", "CI"], "rows": rows}]
+
+
+def _latency(sec: Mapping[str, Any]) -> tuple[list[Markup], list[dict[str, Any]]]:
+    plots = [p for p in (latency_histogram(sec.get("end_to_end_sample") or [], sec.get("tick_ms")),
+                         stage_bars(sec.get("stages") or {}, sec.get("stage_order") or [], sec.get("tick_ms"))) if p]
+    rows = [[s, num(v["p50"], 2), num(v["p95"], 2), num(v["p99"], 2)] for s, v in (sec.get("stages") or {}).items()]
+    e = sec.get("end_to_end") or {}
+    rows.append(["end to end", num(e.get("p50"), 2), num(e.get("p95"), 2), num(e.get("p99"), 2)])
+    summary = [["tick (ms)", num(sec.get("tick_ms"), 2)], ["overrun fraction", num(sec.get("overrun_fraction"))],
+               ["staleness (ticks, p50/p95/max)", compact(sec.get("staleness_ticks"))],
+               ["tick period jitter (ms, std)", num(sec.get("jitter_ms"), 2)],
+               ["end-to-end jitter (ms, std)", num(sec.get("e2e_jitter_ms"), 2)], ["ticks", sec.get("n_ticks")]]
+    return plots, [{"title": "Latency per stage (ms, from the previous stage)", "head": ["stage", "p50", "p95", "p99"],
+                    "rows": rows}, {"title": "Budget", "head": ["", ""], "rows": summary}]
+
+
+_SECTIONS = {"rollouts": ("Rollouts: success rates, sim vs real", _rollouts),
+             "rank_fidelity": ("Rank fidelity: does sim rank policies as real does?", _rank),
+             "latency": ("Latency budget against the control tick", _latency)}
+
+
+def render_evaluation(results: Mapping[str, Any]) -> str:
+    """One self-contained HTML document for the section that `results` holds."""
+    kind = next((k for k in _SECTIONS if isinstance(results.get(k), Mapping)), None)
+    if kind is None:
+        raise ValueError("results hold no rollouts, rank_fidelity or latency section")
+    sec = results[kind]
+    title, build = _SECTIONS[kind]
+    plots, tables = build(sec)
+    env = Environment(autoescape=True, finalize=lambda v: MISSING if v is None else v)
+    return env.from_string(TEMPLATE).render(
+        kind=kind, title=title, version=results.get("version"), source=(results.get("config") or {}).get("file"),
+        gates=sec.get("gates") or [], findings=results.get("findings") or [], plots=plots, tables=tables,
+        skipped=[compact(s, 200) for s in (sec.get("skipped") or [])[:100]])
