@@ -6,7 +6,8 @@ the rank violations drawn, latency histogram and per-stage stacked bars); comput
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from jinja2 import Environment
 from markupsafe import Markup

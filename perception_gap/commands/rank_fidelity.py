@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from perception_gap.commands.output import fmt, check_outputs, write_outputs
+from perception_gap.commands.output import check_outputs, fmt, write_outputs
 from perception_gap.commands.rollouts import print_gates_and_findings
 
 

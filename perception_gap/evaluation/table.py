@@ -40,7 +40,7 @@ def read_columns(path: str | Path, what: str = "FILE") -> dict[str, list[Any]]:
             import pyarrow.json as pjson
 
             table = pjson.read_json(p)
-    except Exception as e:  # pyarrow's own error types: one line naming the file
+    except Exception as e:  # noqa: BLE001  (pyarrow raises its own types) one line naming the file
         first = (str(e).splitlines() or [type(e).__name__])[0]
         raise InputError(f"Cannot read {what} {str(p)!r}: {first}") from None
     names = [str(n) for n in table.column_names]
