@@ -9,9 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from perception_gap.evaluation.latency import analyze_latency, latency_findings
-from perception_gap.evaluation.rank_fidelity import parse_rates, rank_fidelity, rates_from_groups
-from perception_gap.evaluation.rollouts import analyze_rollouts, parse_rollouts, read_rollouts
 from perception_gap.evaluation.table import read_columns
 from perception_gap.findings import Finding
 from perception_gap.version import __version__
@@ -42,6 +39,8 @@ def _results(kind: str, path: str | Path, section: dict[str, Any], findings: lis
 def rollouts_job(path: str | Path, *, method: str = "exact", confidence: float = 0.95,
                  max_drop: float | None = None) -> dict[str, Any]:
     """`rollouts FILE`: groups, comparisons, failure modes, episode lengths, findings, `max_drop` gate."""
+    from perception_gap.evaluation.rollouts import analyze_rollouts, read_rollouts  # scipy: imported when used
+
     res = analyze_rollouts(read_rollouts(path), confidence=confidence, method=method)
     drops = [c.drop for c in res.comparisons]
     return _results("rollouts", path, res.to_dict(), list(res.findings),
@@ -52,6 +51,9 @@ def rollouts_job(path: str | Path, *, method: str = "exact", confidence: float =
 def rank_fidelity_job(path: str | Path, *, n_boot: int = 2000, confidence: float = 0.95,
                       min_pearson: float | None = None) -> dict[str, Any]:
     """`rank-fidelity FILE`: rows of rates (`sim`, `real`) or a rollouts log (`domain`, `success`)."""
+    from perception_gap.evaluation.rank_fidelity import parse_rates, rank_fidelity, rates_from_groups
+    from perception_gap.evaluation.rollouts import analyze_rollouts, parse_rollouts
+
     cols = read_columns(path, "FILE")
     skipped: list[dict[str, str]] = []
     if "success" in cols and "domain" in cols:  # a rollouts log: rates and counts per policy/task/domain
@@ -69,6 +71,8 @@ def rank_fidelity_job(path: str | Path, *, n_boot: int = 2000, confidence: float
 def latency_job(path: str | Path, fps: float, *, stages: list[str] | None = None, unit: str = "s",
                 max_p95_ms: float | None = None) -> dict[str, Any]:
     """`latency FILE --fps HZ`: per-stage and end-to-end percentiles, `latency_budget`, `max_p95_ms` gate."""
+    from perception_gap.evaluation.latency import analyze_latency, latency_findings
+
     res = analyze_latency(read_columns(path, "FILE"), fps, stages=stages, unit=unit)
     return _results("latency", path, res.to_dict(), latency_findings(res),
                     [_gate("max_p95_ms", res.end_to_end["p95"], max_p95_ms, True)],
@@ -89,4 +93,6 @@ def add_rollouts(results: dict[str, Any], path: str | Path) -> dict[str, Any]:
 
 def check_rollouts(path: str | Path) -> None:
     """Read and check a rollouts file before a long analysis, so bad input fails at once."""
+    from perception_gap.evaluation.rollouts import read_rollouts
+
     read_rollouts(path)

@@ -1,0 +1,86 @@
+"""Latency: per-stage and end-to-end percentiles vs numpy, overruns, staleness, bad logs, the CLI gate."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import cli
+from perception_gap.errors import InputError
+from perception_gap.evaluation.latency import analyze_latency, latency_findings
+
+
+def _log(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    capture = np.arange(n) * 0.050  # 20 Hz ticks, in seconds
+    received = capture + 0.004
+    inferred = received + rng.uniform(0.020, 0.060, n)  # inference dominates
+    actuated = inferred + 0.002
+    return {"tick": list(range(n)), "capture": capture.tolist(), "received": received.tolist(),
+            "inferred": inferred.tolist(), "actuated": actuated.tolist()}, (inferred - received) * 1000
+
+
+def test_known_answers():
+    cols, infer_ms = _log()
+    res = analyze_latency(cols, fps=20)
+    assert res.stage_order == ("capture", "received", "inferred", "actuated")  # `tick` is not a stage
+    assert res.tick_ms == 50.0 and res.n_ticks == 200
+    assert res.stages["received"]["p95"] == pytest.approx(4.0)
+    assert res.stages["inferred"]["p95"] == pytest.approx(np.percentile(infer_ms, 95))
+    e2e = infer_ms + 6.0
+    assert res.end_to_end["p99"] == pytest.approx(np.percentile(e2e, 99))
+    assert res.overrun_fraction == pytest.approx(np.mean(e2e > 50.0))
+    assert res.staleness_ticks["max"] == np.floor(e2e.max() / 50.0)
+    assert res.jitter_ms == pytest.approx(0.0, abs=1e-9) and res.period["p50"] == pytest.approx(50.0)
+    f = latency_findings(res)
+    assert [x.code for x in f] == ["latency_budget"] and f[0].evidence["dominant_stage"] == "inferred"
+    assert latency_findings(analyze_latency(cols, fps=10)) == []  # a 100 ms tick holds every tick
+
+
+def test_units_and_explicit_stages():
+    cols, _ = _log()
+    ms = {k: [v * 1000 for v in vals] for k, vals in cols.items()}
+    a = analyze_latency(cols, fps=20, stages=["capture", "actuated"])
+    b = analyze_latency(ms, fps=20, stages=["capture", "actuated"], unit="ms")
+    assert list(a.stages) == ["actuated"] and a.end_to_end["p50"] == pytest.approx(b.end_to_end["p50"])
+
+
+def test_incomplete_tick_is_a_reported_skip():
+    cols, _ = _log(20)
+    cols["inferred"][3] = None
+    res = analyze_latency(cols, fps=20)
+    assert res.n_ticks == 19 and res.skipped == ({"tick": 4, "reason": "stage(s) not logged: inferred"},)
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda c: c["inferred"].__setitem__(5, 0.0), "Row 6: timestamps run backwards"),
+    (lambda c: c["capture"].__setitem__(9, 0.0) or c["received"].__setitem__(9, 0.004)
+     or c["inferred"].__setitem__(9, 0.03) or c["actuated"].__setitem__(9, 0.031), "goes back in time"),
+])
+def test_non_monotonic_timestamps(change, needle):
+    cols, _ = _log(20)
+    change(cols)
+    with pytest.raises(InputError, match=needle):
+        analyze_latency(cols, fps=20)
+
+
+def test_cli_gate_missing_stage_and_report(tmp_path, capsys):
+    cols, _ = _log(100)
+    f = tmp_path / "ticks.csv"
+    f.write_text("\n".join([",".join(cols)] + [",".join(str(cols[k][i]) for k in cols) for i in range(100)]) + "\n")
+    out = tmp_path / "out"
+    assert cli.main(["latency", str(f), "--fps", "20", "--out", str(out), "--json", str(tmp_path / "l.json")]) == 0
+    res = json.loads((tmp_path / "l.json").read_text())
+    assert set(res["latency"]["stages"]) == {"received", "inferred", "actuated"}
+    assert res["findings"][0]["code"] == "latency_budget"
+    assert (out / "report.html").read_text().count("<img") == 2  # histogram and stacked bars
+    p95 = res["latency"]["end_to_end"]["p95"]
+    assert cli.main(["latency", str(f), "--fps", "20", "--max-p95-ms", str(p95 - 1), "-q"]) == 1
+    assert cli.main(["latency", str(f), "--fps", "20", "--max-p95-ms", str(p95 + 1), "-q"]) == 0
+    capsys.readouterr()
+    assert cli.main(["latency", str(f), "--fps", "20", "--stages", "capture,sent"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sent" in err[0] and "not in the log" in err[0]
+    assert cli.main(["latency", str(f), "--fps", "0"]) == 2
