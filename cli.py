@@ -157,7 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("--rollouts", metavar="FILE", help="also include the rollouts section of this log (see `rollouts`)")
     dr.set_defaults(func=_command("drift"))
 
-    ro = sub.add_parser("rollouts", parents=[common], help="success rates with exact CIs, sim vs real, rollouts needed",
+    outputs = argparse.ArgumentParser(add_help=False)  # what every evaluation command writes
+    outputs.add_argument("--out", help="output folder (results.json, report.html)")
+    outputs.add_argument("--json", help="write the results to this JSON file")
+    ro = sub.add_parser("rollouts", parents=[common, outputs], help="success rates with exact CIs, sim vs real, rollouts needed",
                         description="Success rates per policy x task x domain with exact (Clopper-Pearson) intervals, "
                                     "the sim-vs-real drop with a Newcombe interval, the rollouts needed per side, "
                                     "failure modes and episode lengths. FILE: CSV, JSONL or Parquet with columns "
@@ -167,11 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     ro.add_argument("--ci", choices=("exact", "wilson"), default="exact", help="per-group interval (default exact)")
     ro.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     ro.add_argument("--max-drop", type=float, help="gate: exit 1 when a sim-minus-real success drop exceeds this")
-    ro.add_argument("--out", help="output folder (results.json, report.html)")
-    ro.add_argument("--json", help="write the results to this JSON file")
     ro.set_defaults(func=_command("rollouts"))
 
-    rf = sub.add_parser("rank-fidelity", parents=[common], help="MMRV and Pearson of sim vs real success across policies",
+    rf = sub.add_parser("rank-fidelity", parents=[common, outputs], help="MMRV and Pearson of sim vs real success across policies",
                         description="Does sim rank policies or checkpoints as real does? Pearson correlation and the "
                                     "SimplerEnv mean maximum rank violation (MMRV: order from sim and real, violation "
                                     "size from real success), per task and averaged. FILE: rows policy, task, sim, "
@@ -180,11 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     rf.add_argument("file", metavar="FILE", help="rates table or rollouts log (CSV, JSONL or Parquet)")
     rf.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates when counts are known (default 2000)")
     rf.add_argument("--min-pearson", type=float, help="gate: exit 1 when the mean Pearson over tasks is below this")
-    rf.add_argument("--out", help="output folder (results.json, report.html)")
-    rf.add_argument("--json", help="write the results to this JSON file")
     rf.set_defaults(func=_command("rank_fidelity"))
 
-    la = sub.add_parser("latency", parents=[common], help="per-stage and end-to-end latency vs the control tick",
+    la = sub.add_parser("latency", parents=[common, outputs], help="per-stage and end-to-end latency vs the control tick",
                         description="Per-tick timestamp log (one column per stage, in pipeline order): per-stage and "
                                     "end-to-end p50/p95/p99 in ms, overruns of the control tick, staleness in ticks, "
                                     "jitter. Exit 1 when the end-to-end p95 exceeds --max-p95-ms.")
@@ -194,8 +193,6 @@ def build_parser() -> argparse.ArgumentParser:
                                      "they appear, less tick/index/frame/step/episode/seq)")
     la.add_argument("--unit", choices=("s", "ms", "us", "ns"), default="s", help="timestamp unit (default s)")
     la.add_argument("--max-p95-ms", type=float, help="gate: exit 1 when end-to-end p95 exceeds this many ms")
-    la.add_argument("--out", help="output folder (results.json, report.html)")
-    la.add_argument("--json", help="write the results to this JSON file")
     la.set_defaults(func=_command("latency"))
 
     ls = sub.add_parser("sets", parents=[common], help="list the catalog's sets: domain, frames, usable, skipped, source",

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from perception_gap.commands.output import check_outputs, fmt, write_outputs
-from perception_gap.commands.rollouts import print_gates_and_findings
+from perception_gap.commands.output import fmt
+from perception_gap.commands.rollouts import finish, print_gates_and_findings
 
 
 def _print(res: dict[str, Any], out_dir: str | None) -> None:
@@ -26,12 +25,7 @@ def _print(res: dict[str, Any], out_dir: str | None) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.evaluation.jobs import latency_job
-    from reports.evaluation import render_evaluation
 
-    check_outputs(args.out, args.json)
     stages = [s.strip() for s in args.stages.split(",") if s.strip()] if args.stages else None
-    res = latency_job(args.file, args.fps, stages=stages, unit=args.unit, max_p95_ms=args.max_p95_ms)
-    write_outputs(res, Path(args.out) if args.out else None, args.json, render_evaluation)
-    if not args.quiet:
-        _print(res, args.out)
-    return 0 if res["latency"]["passed"] else 1
+    return finish(args, lambda: latency_job(args.file, args.fps, stages=stages, unit=args.unit,
+                                            max_p95_ms=args.max_p95_ms), "latency", _print)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from perception_gap.commands.output import check_outputs, fmt, write_outputs
-from perception_gap.commands.rollouts import print_gates_and_findings
+from perception_gap.commands.output import fmt
+from perception_gap.commands.rollouts import finish, print_gates_and_findings
 
 
 def _print(res: dict[str, Any], out_dir: str | None) -> None:
@@ -26,11 +25,6 @@ def _print(res: dict[str, Any], out_dir: str | None) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.evaluation.jobs import rank_fidelity_job
-    from reports.evaluation import render_evaluation
 
-    check_outputs(args.out, args.json)
-    res = rank_fidelity_job(args.file, n_boot=args.n_boot, min_pearson=args.min_pearson)
-    write_outputs(res, Path(args.out) if args.out else None, args.json, render_evaluation)
-    if not args.quiet:
-        _print(res, args.out)
-    return 0 if res["rank_fidelity"]["passed"] else 1
+    return finish(args, lambda: rank_fidelity_job(args.file, n_boot=args.n_boot, min_pearson=args.min_pearson),
+                  "rank_fidelity", _print)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,21 @@ def _print(res: dict[str, Any], out_dir: str | None) -> None:
     print_gates_and_findings(res, sec, out_dir)
 
 
-def execute(args: argparse.Namespace) -> int:
-    from perception_gap.evaluation.jobs import rollouts_job
+def finish(args: argparse.Namespace, job: Callable[[], dict[str, Any]], kind: str,
+           show: Callable[[dict[str, Any], str | None], None]) -> int:
+    """Run an evaluation job after checking the outputs, write them, print, and exit 1 when a gate failed."""
     from reports.evaluation import render_evaluation
 
     check_outputs(args.out, args.json)
-    res = rollouts_job(args.file, method=args.ci, confidence=args.confidence, max_drop=args.max_drop)
+    res = job()
     write_outputs(res, Path(args.out) if args.out else None, args.json, render_evaluation)
     if not args.quiet:
-        _print(res, args.out)
-    return 0 if res["rollouts"]["passed"] else 1
+        show(res, args.out)
+    return 0 if res[kind]["passed"] else 1
+
+
+def execute(args: argparse.Namespace) -> int:
+    from perception_gap.evaluation.jobs import rollouts_job
+
+    return finish(args, lambda: rollouts_job(args.file, method=args.ci, confidence=args.confidence,
+                                             max_drop=args.max_drop), "rollouts", _print)
