@@ -162,3 +162,22 @@ def test_real_cli_one_line_no_traceback(tmp_path):
     p = subprocess.run([sys.executable, str(REPO / "cli.py"), "rollouts", str(f)], capture_output=True, text=True,
                        timeout=120, check=False)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_drift_includes_the_rollouts_section_end_to_end(tmp_path, monkeypatch):
+    from PIL import Image
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    for d in ("base", "new"):
+        (tmp_path / d).mkdir()
+        for i in range(4):
+            Image.fromarray((rng.random((32, 48, 3)) * 255).astype(np.uint8)).save(tmp_path / d / f"f{i}.png")
+        assert cli.main(["index", d, "--set", d, "--domain", "real", "-q", "--db", "c.duckdb"]) == 0
+    f = _write_csv(tmp_path / "r.csv", _rows("a", "t", "sim", 9, 10) + _rows("a", "t", "real", 5, 10))
+    assert cli.main(["drift", "--baseline", "base", "--current", "new", "--encoders", "none", "--out", "out",
+                     "--rollouts", str(f), "-q", "--db", "c.duckdb", "--workers", "1"]) in (0, 1)
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert res["rollouts"]["comparisons"][0]["drop"] == pytest.approx(0.4)
+    assert "drift" in res and {"sim_baseline", "too_few_rollouts"} <= {f["code"] for f in res["findings"]}
+    assert "too_few_rollouts" in (tmp_path / "out" / "report.html").read_text()
