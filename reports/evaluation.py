@@ -97,7 +97,7 @@ def stage_bars(stages: Mapping[str, Mapping[str, Any]], order: Sequence[str], ti
         ax.axvline(float(tick_ms), color="#c0392b", lw=1.5, ls="--")
     ax.set_yticks([0, 1], ["p50", "p95"])
     ax.set_xlabel("ms from the first stage (stacked per stage; dashed: tick)")
-    ax.legend(fontsize=7, ncol=min(4, len(names)), loc="upper right")
+    ax.legend(fontsize=7, ncol=min(4, len(names)), loc="upper center", bbox_to_anchor=(0.5, -0.35))
     return _png(fig)
 
 

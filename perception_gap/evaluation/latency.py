@@ -84,11 +84,21 @@ def stage_columns(columns: dict[str, list[Any]], stages: list[str] | None) -> li
     return found
 
 
-def _matrix(columns: dict[str, list[Any]], stages: list[str]) -> np.ndarray:
+def _seconds_or_number(v: Any) -> float:
+    """A cell as a number: None -> NaN; a date-time (parsed from ISO text) -> POSIX seconds."""
+    if v is None:
+        return math.nan
+    return v.timestamp() if hasattr(v, "timestamp") else float(v)
+
+
+def _matrix(columns: dict[str, list[Any]], stages: list[str], unit: str) -> np.ndarray:
+    """Stage timestamps in ms, shape (n_ticks, n_stages); date-time cells count in seconds whatever `unit`."""
     cols = []
     for s in stages:
+        dated = any(hasattr(v, "timestamp") for v in columns[s])
+        scale = 1e3 if dated else UNITS_TO_MS[unit]
         try:
-            cols.append(np.array([math.nan if v is None else float(v) for v in columns[s]], dtype=float))
+            cols.append(np.array([_seconds_or_number(v) for v in columns[s]], dtype=float) * scale)
         except (TypeError, ValueError):
             bad = next(v for v in columns[s] if not _floatable(v))
             raise InputError(f"Stage `{s}` holds a value that is not a timestamp: {bad!r}.") from None
@@ -97,7 +107,7 @@ def _matrix(columns: dict[str, list[Any]], stages: list[str]) -> np.ndarray:
 
 def _floatable(v: Any) -> bool:
     try:
-        float(v)
+        _seconds_or_number(v)
         return True
     except (TypeError, ValueError):
         return v is None
@@ -123,7 +133,7 @@ def analyze_latency(columns: dict[str, list[Any]], fps: float, *, stages: list[s
     if unit not in UNITS_TO_MS:
         raise InputError(f"Expected `--unit` in {tuple(UNITS_TO_MS)}, got {unit!r}.")
     names = stage_columns(columns, stages)
-    t = _matrix(columns, names) * UNITS_TO_MS[unit]
+    t = _matrix(columns, names, unit)
     complete = np.isfinite(t).all(axis=1)
     skipped = []
     for i in np.flatnonzero(~complete)[:50]:
