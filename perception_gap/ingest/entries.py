@@ -45,6 +45,8 @@ class FrameEntry:
     proprio: list[float] | None = None
     error: str | None = None  # a listing-time problem (bad pair key, path outside folder, ...)
     container: ContainerFrame | None = None  # set for a frame inside a video or Parquet file
+    depth_container: ContainerFrame | None = None  # a depth map inside a container (depth_path: that file)
+    timestamp: float | None = None  # seconds, when the source records one (a ROS message's stamp)
 
 
 def _data_path(entry: FrameEntry) -> Path:
@@ -143,7 +145,7 @@ def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
         "episode": entry.episode, "step": entry.step,
         "depth_path": utf8_safe(str(entry.depth_path)) if entry.depth_path else None,
         "depth_unit": entry.depth_unit, "action": entry.action, "proprio": entry.proprio,
-        "status": "ok", "error": None,
+        "status": "ok", "error": None, "timestamp": entry.timestamp,
     }
     c = entry.container
     if c is not None:
@@ -170,11 +172,18 @@ def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
     except FrameError as e:
         row.update(status="skipped", error=str(e))
         return row
+    dc = entry.depth_container
+    if dc is not None:
+        row.update(depth_member=dc.member, depth_index=dc.index)
     if entry.depth_path is not None:
         try:
-            ddata = read_bytes(entry.depth_path)
-            dheader = probe(entry.depth_path, ddata)
-            row["depth_hash"] = content_hash(ddata)
+            if dc is not None:
+                dheader = dc.header
+                row["depth_hash"] = dc.content_hash()
+            else:
+                ddata = read_bytes(entry.depth_path)
+                dheader = probe(entry.depth_path, ddata)
+                row["depth_hash"] = content_hash(ddata)
             if (dheader.width, dheader.height) != (header.width, header.height):
                 log.info("depth %s is %dx%d, rgb is %dx%d", entry.depth_path, dheader.width, dheader.height, header.width, header.height)
         except FrameError as e:
@@ -195,7 +204,9 @@ def _unchanged(entry: FrameEntry, old: dict[str, Any] | None) -> bool:
                  and entry.action == old["action"] and entry.proprio == old["proprio"])
     c = entry.container
     same_place = (old["member"], old["frame_index"]) == ((c.member, c.index) if c is not None else (None, None))
-    same_meta = same_meta and same_place
+    d = entry.depth_container
+    same_depth = (old["depth_member"], old["depth_index"]) == ((d.member, d.index) if d is not None else (None, None))
+    same_meta = same_meta and same_place and same_depth and entry.timestamp == old["timestamp"]
     return same_files and same_meta and size is not None
 
 
