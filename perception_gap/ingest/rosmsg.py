@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import sqlite3
 import struct
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 from PIL import Image

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 if multiprocessing.parent_process() is not None:
     # In a pool worker (this module is its first import of numpy): the pool already keeps every
