@@ -45,33 +45,37 @@ COLOUR = [("rgb8", RGB[0], RGB[0]), ("bgr8", RGB[1][:, :, ::-1], RGB[1]),
 DEPTH = [("16UC1", MM, 0.005, 0), ("32FC1", METRES, 0.1 - 0.015, 1), ("16UC1", MM, 0.2 + 0.05, None)]
 
 
+def _header(ts, t: float):
+    """A std_msgs Header stamped t seconds (ROS 1's has a `seq`, ROS 2's not)."""
+    stamp = ts.types["builtin_interfaces/msg/Time"](sec=int(t), nanosec=round((t - int(t)) * 1e9))
+    header_t = ts.types["std_msgs/msg/Header"]
+    seq = {"seq": 0} if "seq" in header_t.__dataclass_fields__ else {}
+    return header_t(stamp=stamp, frame_id="cam", **seq)
+
+
 def _image(ts, enc: str, a: np.ndarray, t: float):
-    types = ts.types
-    stamp = types["builtin_interfaces/msg/Time"](sec=int(t), nanosec=round((t - int(t)) * 1e9))
-    header_t = types["std_msgs/msg/Header"]
-    header = header_t(seq=0, stamp=stamp, frame_id="cam") if "seq" in header_t.__dataclass_fields__ \
-        else header_t(stamp=stamp, frame_id="cam")
     row = a.shape[1] * (a.shape[2] if a.ndim == 3 else 1) * a.dtype.itemsize
     pad = np.zeros((a.shape[0], 4), np.uint8)  # a step wider than the row, as padded drivers write it
     data = np.concatenate([np.ascontiguousarray(a).view(np.uint8).reshape(a.shape[0], row), pad], 1)
-    return types["sensor_msgs/msg/Image"](header=header, height=a.shape[0], width=a.shape[1], encoding=enc,
-                                          is_bigendian=0, step=row + 4, data=data.ravel())
+    return ts.types["sensor_msgs/msg/Image"](header=_header(ts, t), height=a.shape[0], width=a.shape[1], encoding=enc,
+                                             is_bigendian=0, step=row + 4, data=data.ravel())
 
 
-def _compressed(ts, fmt: str, a: np.ndarray, t: float):
-    types = ts.types
-    stamp = types["builtin_interfaces/msg/Time"](sec=int(t), nanosec=round((t - int(t)) * 1e9))
-    header_t = types["std_msgs/msg/Header"]
-    header = header_t(seq=0, stamp=stamp, frame_id="cam") if "seq" in header_t.__dataclass_fields__ \
-        else header_t(stamp=stamp, frame_id="cam")
+def encoded(i: int) -> bytes:
+    """The file a CompressedImage message i holds: PNG for even i, JPEG for odd i."""
     buf = io.BytesIO()
-    Image.fromarray(a).save(buf, format=fmt)
-    return types["sensor_msgs/msg/CompressedImage"](header=header, format=fmt.lower(),
-                                                    data=np.frombuffer(buf.getvalue(), np.uint8))
+    Image.fromarray(RGB[i % 4]).save(buf, format="PNG" if i % 2 == 0 else "JPEG", quality=90)
+    return buf.getvalue()
+
+
+def _compressed(ts, i: int):
+    """CompressedImage message i, its header stamp left zero (unset): its time is the receive time."""
+    return ts.types["sensor_msgs/msg/CompressedImage"](header=_header(ts, 0.0), format=["png", "jpeg"][i % 2],
+                                                       data=np.frombuffer(encoded(i), np.uint8))
 
 
 def write_bag(path: Path, kind: str, *, colour=COLOUR, depth=DEPTH) -> Path:
-    """A bag with /cam (Image), /cam_c (CompressedImage, PNG), /depth (Image) and /odom (not an image)."""
+    """A bag with /cam (Image), /cam_c (CompressedImage, PNG and JPEG), /depth (Image) and /odom (not an image)."""
     ros1 = kind == "ros1"
     ts = get_typestore(Stores.ROS1_NOETIC if ros1 else Stores.ROS2_HUMBLE)
     writer = Writer1(path) if ros1 else Writer2(path, version=9, storage_plugin=StoragePlugin[kind])
@@ -85,7 +89,7 @@ def write_bag(path: Path, kind: str, *, colour=COLOUR, depth=DEPTH) -> Path:
         for i, (enc, a, _) in enumerate(colour):
             t = T0 + 0.1 * i
             msgs.append((t, cam, ser(_image(ts, enc, a, t), "sensor_msgs/msg/Image")))
-            msgs.append((t, cam_c, ser(_compressed(ts, "PNG", RGB[i % 4], t), "sensor_msgs/msg/CompressedImage")))
+            msgs.append((t, cam_c, ser(_compressed(ts, i), "sensor_msgs/msg/CompressedImage")))
         for enc, a, dt, _ in depth:
             t = T0 + dt
             msgs.append((t, dep, ser(_image(ts, enc, a, t), "sensor_msgs/msg/Image")))
@@ -122,11 +126,12 @@ def test_pixels_come_back_exactly_as_written(bags, kind):
         got = frames[e.step]
         assert isinstance(got, Image.Image) and got.mode == ("L" if want.ndim == 2 else "RGB"), enc
         np.testing.assert_array_equal(np.asarray(got), want, err_msg=enc)
-    # compressed PNG frames of another topic of the same bag
+    # compressed frames of another topic of the same bag: as Pillow decodes the file each holds
     comp, _ = scan_rosbag(bags[kind], "/cam_c")
+    assert [e.timestamp for e in comp] == pytest.approx([T0 + 0.1 * i + 1e-6 for i in range(len(COLOUR))], abs=1e-6)
     for e, (i, img) in zip(comp, sorted(_decoded(comp).items())):
-        assert e.container.header.format == "PNG"
-        np.testing.assert_array_equal(np.asarray(img), RGB[i % 4])
+        assert e.container.header.format == ["PNG", "JPEG"][i % 2]
+        np.testing.assert_array_equal(np.asarray(img), np.asarray(Image.open(io.BytesIO(encoded(i))).convert("RGB")))
 
 
 def test_depth_pairs_with_the_nearest_stamp_within_tolerance(bags):

@@ -27,14 +27,7 @@ import numpy as np
 
 from perception_gap.errors import FrameError, InputError
 from perception_gap.ingest.containers import ROSBAG_PREFIX, ContainerFile, ContainerFrame, frame_path
-from perception_gap.ingest.entries import (
-    FrameEntry,
-    IndexReport,
-    Progress,
-    index_entries,
-    validate_domain,
-    validate_set_name,
-)
+from perception_gap.ingest.entries import FrameEntry, IndexReport, Progress, index_entries, validate_set_name
 from perception_gap.ingest.frames import Header
 from perception_gap.ingest.rosmsg import (
     DEPTH_UNITS,
@@ -248,8 +241,7 @@ def index_rosbag(catalog: Catalog, path: Path, topic: str, set_name: str, domain
                  depth_topic: str | None = None, tolerance: float = SYNC_TOLERANCE, tags: list[str] | None = None,
                  workers: int | None = None, progress: Progress | None = None) -> IndexReport:
     """Catalogue one image topic of a bag or folder of bags as one set (see `scan_rosbag`)."""
-    validate_set_name(set_name)
-    validate_domain(domain)
+    validate_set_name(set_name)  # before reading the bags; `index_entries` checks the domain
     entries, warnings = scan_rosbag(path, topic, depth_topic=depth_topic, tolerance=tolerance)
     root = Path(os.path.abspath(path))
     return index_entries(catalog, set_name, domain, entries, source=rosbag_source(root, topic, depth_topic, tolerance),
