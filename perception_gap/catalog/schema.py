@@ -21,7 +21,8 @@ SCHEMA_VERSION = 3
 FRAME_MIGRATIONS: dict[int, tuple[tuple[str, str], ...]] = {
     2: (("container_path", "VARCHAR"), ("container_hash", "VARCHAR"), ("member", "VARCHAR"),
         ("frame_index", "BIGINT")),
-    3: (("depth_member", "VARCHAR"), ("depth_index", "BIGINT"), ("timestamp", "DOUBLE")),
+    3: (("depth_member", "VARCHAR"), ("depth_index", "BIGINT"), ("depth_container_hash", "VARCHAR"),
+        ("timestamp", "DOUBLE")),
 }
 DEFAULT_DB = "perception_gap.duckdb"
 
@@ -68,6 +69,7 @@ CREATE TABLE IF NOT EXISTS frames (
     frame_index BIGINT,      -- presentation-order frame number, or row number
     depth_member VARCHAR,    -- a depth map inside a container (depth_path): its member and index there
     depth_index BIGINT,
+    depth_container_hash VARCHAR,
     timestamp DOUBLE,        -- seconds, where the source records a time per frame (ROS header stamps)
     PRIMARY KEY (set_name, rgb_path)
 );
@@ -153,7 +155,7 @@ FRAME_COLUMNS = (
     "content_hash", "depth_hash", "file_size", "mtime_ns", "depth_size", "depth_mtime_ns",
     "width", "height", "format", "mode", "dtype", "channels", "exif_orientation",
     "action", "proprio", "status", "error", "container_path", "container_hash", "member", "frame_index",
-    "depth_member", "depth_index", "timestamp",
+    "depth_member", "depth_index", "depth_container_hash", "timestamp",
 )
 
 

@@ -179,7 +179,7 @@ def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
         try:
             if dc is not None:
                 dheader = dc.header
-                row["depth_hash"] = dc.content_hash()
+                row["depth_hash"], row["depth_container_hash"] = dc.content_hash(), dc.file.content_hash()
             else:
                 ddata = read_bytes(entry.depth_path)
                 dheader = probe(entry.depth_path, ddata)

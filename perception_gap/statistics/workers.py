@@ -23,9 +23,10 @@ if multiprocessing.parent_process() is not None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from perception_gap.errors import FrameError  # noqa: E402
-from perception_gap.ingest.containers import frame_hash, group_sources, hash_file, verified_group  # noqa: E402
+from perception_gap.ingest.containers import group_sources, verified_group  # noqa: E402
 from perception_gap.ingest.entries import content_hash  # noqa: E402
 from perception_gap.ingest.frames import decode_depth, decode_rgb, read_bytes  # noqa: E402
 from perception_gap.statistics.depth import DepthStats, depth_stats
@@ -163,34 +164,22 @@ def _depth_stats(h: str, frame: Any) -> tuple[str, DepthStats | None, str | None
         return h, None, None
     if isinstance(frame, FrameError):
         return h, None, str(frame)
+    if isinstance(frame, Image.Image) and frame.mode == "RGB":  # a depth video's frame: grey, R = G = B
+        frame = frame.convert("L")
     try:
         return h, depth_stats(np.asarray(frame)), None
     except (ValueError, MemoryError) as e:
         return h, None, f"cannot compute depth statistics: {e}"
 
 
-def _container_depth_stats(path: str, member: str, frames: list[tuple]) -> list[tuple[str, DepthStats | None, str | None]]:
-    """Depth statistics of depth maps inside one container, decoded in one verified pass.
-
-    The catalog keeps a depth map's hash, not its container's: the container is hashed now and a
-    depth map whose hash no longer derives from it (`frame_hash`) comes back changed."""
-    try:
-        actual = hash_file(Path(path))[0]
-    except FrameError:
-        actual = None
-    verified = [(h, i, actual if actual is not None and frame_hash(actual, member, i) == h else None)
-                for h, i, _ in frames]
-    return [_depth_stats(h, frame) for h, frame in verified_group(path, member, verified)]
-
-
 def depth_stats_job(items: list[tuple]) -> list[tuple[str, DepthStats | None, str | None]]:
-    """[(depth_hash, path)] or [(depth_hash, path, member, index)] -> [(depth_hash, stats or None,
-    skip reason or None)]; (hash, None, None) for a file or container changed since `index`, as in
-    `rgb_stats_job`."""
+    """[(depth_hash, path)] or [(depth_hash, path, member, index, container_hash)] -> [(depth_hash,
+    stats or None, skip reason or None)]; (hash, None, None) for a file or container changed since
+    `index`, as in `rgb_stats_job` (depth maps inside a container decode in one verified pass)."""
     files, groups = group_sources(items)
     out = []
     for (path, member), frames in groups.items():
-        out.extend(_container_depth_stats(path, member, frames))
+        out.extend(_depth_stats(h, frame) for h, frame in verified_group(path, member, frames))
     for h, path in files:
         try:
             data = _verified(h, path)
