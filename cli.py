@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --depth-topic: the largest time difference that pairs (default 0.02)")
     ix.add_argument("--camera", metavar="KEY", help="with --lerobot: the camera feature (e.g. observation.images.top); "
                                                     "with --hdf5: the obs key (e.g. agentview_image)")
+    ix.add_argument("--depth-camera", metavar="KEY", help="with --lerobot: the camera feature holding depth maps "
+                                                          "(give its unit with --depth-unit)")
     ix.add_argument("--proprio", metavar="KEY[,KEY]", help="with --hdf5: obs keys concatenated into proprio "
                                                            "(e.g. robot0_eef_pos,robot0_gripper_qpos)")
     ix.add_argument("--root", metavar="DIR", help="with --manifest: the folder relative paths start from "

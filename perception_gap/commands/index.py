@@ -36,6 +36,7 @@ def execute(args: argparse.Namespace) -> int:
     for flag, value, owner, given in (("--root", args.root, "--manifest", args.manifest),
                                       ("--proprio", args.proprio, "--hdf5", args.hdf5),
                                       ("--depth-topic", args.depth_topic, "--rosbag", args.rosbag),
+                                      ("--depth-camera", args.depth_camera, "--lerobot", args.lerobot),
                                       ("--sync-tolerance", args.sync_tolerance, "--depth-topic", args.depth_topic)):
         if value is not None and given is None:
             return fail(f"index: {flag} goes with {owner}.")
@@ -86,8 +87,8 @@ def _index_container_source(cat, args: argparse.Namespace, tags: list[str] | Non
         proprio = [k.strip() for k in (args.proprio or "").split(",") if k.strip()]
         return index_hdf5(cat, Path(args.hdf5), args.camera, args.set, args.domain, proprio=proprio, tags=tags,
                           workers=args.workers, progress=progress)
-    return index_lerobot(cat, Path(args.lerobot), args.camera, args.set, args.domain, tags=tags,
-                         workers=args.workers, progress=progress)
+    return index_lerobot(cat, Path(args.lerobot), args.camera, args.set, args.domain, depth_camera=args.depth_camera,
+                         depth_unit=args.depth_unit, tags=tags, workers=args.workers, progress=progress)
 
 
 def _index_boxes(args: argparse.Namespace) -> int:

@@ -57,7 +57,7 @@ def reread_frames(catalog: Catalog, paths: Iterable[str]) -> tuple[str, ...]:
 def _listing(source: str) -> list[FrameEntry]:
     """A container source listed again as `index` lists it (the set's recorded `source`)."""
     from perception_gap.ingest.hdf5 import parse_hdf5_source, scan_hdf5
-    from perception_gap.ingest.lerobot import scan_lerobot
+    from perception_gap.ingest.lerobot import parse_lerobot_source, scan_lerobot
     from perception_gap.ingest.rosbag import parse_rosbag_source, scan_rosbag
     from perception_gap.ingest.video import scan_videos
 
@@ -65,8 +65,8 @@ def _listing(source: str) -> list[FrameEntry]:
     if kind == "video":
         return scan_videos(Path(where))
     if kind == "lerobot":
-        root, _, camera = where.rpartition("#")
-        return scan_lerobot(Path(root), camera)
+        root, camera, depth_camera, depth_unit = parse_lerobot_source(where)
+        return scan_lerobot(root, camera, depth_camera=depth_camera, depth_unit=depth_unit)
     if kind == "hdf5":
         path, camera, proprio = parse_hdf5_source(where)
         return scan_hdf5(path, camera, proprio=proprio)
