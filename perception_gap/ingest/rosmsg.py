@@ -126,21 +126,29 @@ def message_header(msg: Any, msgtype: str) -> Header:
     if enc not in ENCODINGS:
         raise FrameError(f"unsupported image encoding {enc!r} (supported: {', '.join(ENCODINGS)})")
     dtype, c, order = ENCODINGS[enc]
+    _layout(msg)  # the size check, before anything is catalogued
     c_out = 3 if order is not None else c
     mode = {"uint8": {1: "L", 3: "RGB"}[c_out]}.get(dtype, "HWC")
     return Header(width=int(msg.width), height=int(msg.height), format="ROS", mode=mode, dtype=dtype, channels=c_out)
 
 
-def _pixels(msg: Any) -> np.ndarray:
-    """(H, W, C) array of a raw Image message in its encoding's channel order and dtype."""
+def _layout(msg: Any) -> tuple[np.dtype, int, int, int, int, int]:
+    """(dtype, channels, height, width, step, row bytes) of a raw Image message; FrameError when its
+    size, step and data length disagree."""
     dtype, c, _ = ENCODINGS[str(msg.encoding)]
     dt = np.dtype(dtype).newbyteorder(">" if msg.is_bigendian else "<")
     h, w, step = int(msg.height), int(msg.width), int(msg.step)
-    row = w * c * dt.itemsize
-    data = np.asarray(msg.data, np.uint8)
-    if h <= 0 or w <= 0 or step < row or data.size < h * step:
-        raise FrameError(f"image message of {w}x{h} {msg.encoding}, step {step}, holds {data.size} bytes "
+    row, n = w * c * dt.itemsize, len(msg.data)
+    if h <= 0 or w <= 0 or step < row or n < h * step:
+        raise FrameError(f"image message of {w}x{h} {msg.encoding}, step {step}, holds {n} bytes "
                          f"(expected at least {h * max(step, row)})")
+    return dt, c, h, w, step, row
+
+
+def _pixels(msg: Any) -> np.ndarray:
+    """(H, W, C) array of a raw Image message in its encoding's channel order and dtype."""
+    dt, c, h, w, step, row = _layout(msg)
+    data = np.asarray(msg.data, np.uint8)
     rows = data[: h * step].reshape(h, step)[:, :row]
     return np.ascontiguousarray(rows).view(dt).reshape(h, w, c).astype(dt.newbyteorder("="), copy=False)
 
