@@ -117,7 +117,7 @@ def _decoded(entries) -> dict[int, object]:
 def test_pixels_come_back_exactly_as_written(bags, kind):
     entries, _ = scan_rosbag(bags[kind], "/cam", depth_topic="/depth")
     assert [e.step for e in entries] == list(range(len(COLOUR)))
-    assert {e.episode for e in entries} == {"run" if kind == "ros1" else f"run_{kind.lower()}"}
+    assert {e.episode for e in entries} == {"0"}  # a single bag is episode 0
     assert [e.timestamp for e in entries] == pytest.approx([T0 + 0.1 * i for i in range(len(COLOUR))], abs=1e-6)
     frames = _decoded(entries)
     for (enc, _, want), e in zip(COLOUR, entries):
@@ -193,7 +193,9 @@ def test_folder_of_bags_is_one_episode_per_bag(tmp_path):
     write_bag(tmp_path / "a.bag", "ros1", colour=COLOUR[:2], depth=[])
     write_bag(tmp_path / "b", "SQLITE3", colour=COLOUR[2:3], depth=[])
     entries, warnings = scan_rosbag(tmp_path, "/cam")
-    assert [e.pair_key for e in entries] == ["a/0", "a/1", "b/0"] and warnings == []
+    assert [e.pair_key for e in entries] == ["0/0", "0/1", "1/0"] and warnings == []  # a.bag, then b/
+    assert [str(e.rgb_path) for e in entries] == [f"{tmp_path}/a.bag#/cam:0", f"{tmp_path}/a.bag#/cam:1",
+                                                  f"{tmp_path}/b/b.db3#/cam:0"]
 
 
 def test_bad_bags_raise_one_line_input_errors(tmp_path, bags):

@@ -4,8 +4,9 @@
 or `.mcap` storage file), or a folder holding such bags (each bag one episode, in name order).
 Every message of `--topic` (`sensor_msgs/msg/Image` or `CompressedImage`, see
 `perception_gap.ingest.rosmsg`) becomes a frame inside the bag's container file (member
-`rosbag:<topic>`, index = the message's place in its topic): episode = the bag's name (file
-stem or folder name), step = that place, pair key `<episode>/<step>`, timestamp = the header
+`rosbag:<topic>`, index = the message's place in its topic): episode = the bag's place in name
+order (`0` for a single bag, so a sim bag pairs with a real bag, or with episode 0 of a LeRobot
+dataset or `demo_0` of an HDF5 file), step = that place, pair key `<episode>/<step>`, timestamp = the header
 stamp in seconds (the receive time when the stamp is zero). A message of an unsupported
 encoding is listed as a skipped frame with the reason.
 
@@ -93,11 +94,6 @@ def find_bags(path: Path) -> list[Path]:
     return [p if p.is_file() else _ros2_storage(p) for p in bags]
 
 
-def episode_name(container: Path) -> str:
-    """A bag's episode: a ROS 1 file's stem, or a ROS 2 bag's folder name."""
-    return container.parent.name if container.suffix.lower() in ROS2_STORAGE_EXTS else container.stem
-
-
 def _list_topic(reader: Any, topic: str, msgtype: str) -> list[TopicMessage]:
     out = []
     for i, t, msg in topic_messages(reader, topic):
@@ -170,10 +166,10 @@ def nearest_within(stamps: np.ndarray, targets: np.ndarray, tolerance: float) ->
     return np.where(np.abs(s[pick] - targets) <= tolerance, order[pick], -1).astype(np.int64)
 
 
-def _bag_entries(path: Path, topic: str, depth_topic: str | None, tolerance: float) -> tuple[list[FrameEntry], int]:
+def _bag_entries(path: Path, episode: str, topic: str, depth_topic: str | None,
+                 tolerance: float) -> tuple[list[FrameEntry], int]:
     """A bag's frame entries, and how many usable colour frames found no depth within tolerance."""
     colour, depth = read_bag(path, topic, depth_topic)
-    episode = episode_name(path)
     file = ContainerFile(path)
     member = f"{ROSBAG_PREFIX}{topic}"
     paired = np.full(len(colour), -1, np.int64)
@@ -212,8 +208,8 @@ def scan_rosbag(path: Path, topic: str, *, depth_topic: str | None = None,
     if not (np.isfinite(tolerance) and tolerance >= 0):
         raise InputError(f"Expected `--sync-tolerance` >= 0 seconds, got {tolerance}.")
     entries, warnings = [], []
-    for bag in find_bags(Path(os.path.abspath(path))):
-        got, unpaired = _bag_entries(bag, topic, depth_topic, tolerance)
+    for episode, bag in enumerate(find_bags(Path(os.path.abspath(path)))):
+        got, unpaired = _bag_entries(bag, str(episode), topic, depth_topic, tolerance)
         entries.extend(got)
         if unpaired:
             warnings.append(f"{unpaired} of {len(got)} frame(s) of {bag.name} have no {depth_topic} message "
