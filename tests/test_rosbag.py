@@ -179,14 +179,22 @@ def test_index_caches_by_bag_content_and_reindexes_a_changed_bag(tmp_path):
     assert rows[0][1:] == ("mm", pytest.approx(T0), pytest.approx(depth_stats(MM).mean))
     assert rows[1][1:] == ("m", pytest.approx(T0 + 0.1), pytest.approx(depth_stats(METRES).mean))
     assert [r[1] for r in rows[2:]] == [None, None, None]
+    # index after a change: every frame read again, under new hashes
     os.remove(bag)
     write_bag(bag, "ros1", colour=[COLOUR[1], COLOUR[0]] + COLOUR[2:])  # two frames swapped: new content
     with Catalog(db) as cat, cat.session():
         r = index_rosbag(cat, bag, "/cam", "real", "real", depth_topic="/depth")
         assert (r.new, r.changed, r.unchanged) == (0, 7, 0)
-        assert compute_stats(cat, ["real"], workers=1).computed == 5 + 2  # a changed bag: new hashes
-        new = cat.con.execute("SELECT content_hash FROM frames WHERE status = 'ok' ORDER BY step").fetchall()
-    assert not set(new) & set(hashes)
+        swapped = cat.con.execute("SELECT content_hash FROM frames WHERE status = 'ok' ORDER BY step").fetchall()
+        assert not set(swapped) & set(hashes)
+        # the bag changes again before `stats`: its frames and depth maps are listed again, then measured
+        os.remove(bag)
+        write_bag(bag, "ros1", colour=COLOUR[:2] + [COLOUR[3], COLOUR[2]] + COLOUR[4:])
+        late = compute_stats(cat, ["real"], workers=1)
+        assert late.computed == 5 + 2 and len(late.reindexed) == 5
+        now = cat.con.execute("SELECT content_hash FROM frames WHERE status = 'ok' ORDER BY step").fetchall()
+        assert not set(now) & (set(swapped) | set(hashes))
+        assert index_rosbag(cat, bag, "/cam", "real", "real", depth_topic="/depth").unchanged == 7
 
 
 def test_folder_of_bags_is_one_episode_per_bag(tmp_path):
