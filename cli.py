@@ -64,8 +64,17 @@ def build_parser() -> argparse.ArgumentParser:
     ix.add_argument("--lerobot", metavar="ROOT", help="a local LeRobot dataset folder (v2.1 or v3.0); with --camera")
     ix.add_argument("--hdf5", metavar="FILE", help="a robomimic-layout HDF5 file (data/demo_N/obs/KEY, actions); "
                                                    "with --camera")
+    ix.add_argument("--rosbag", metavar="PATH", help="a ROS 1 .bag, a ROS 2 bag folder (sqlite3 or MCAP) or a "
+                                                     "folder of bags (one episode per bag); with --topic")
+    ix.add_argument("--topic", help="with --rosbag: the sensor_msgs/Image or CompressedImage topic")
+    ix.add_argument("--depth-topic", metavar="TOPIC", help="with --rosbag: depth images (16UC1 mm, 32FC1 m) paired "
+                                                           "to the nearest colour frame within --sync-tolerance")
+    ix.add_argument("--sync-tolerance", type=float, default=None, metavar="SECONDS",
+                    help="with --depth-topic: the largest time difference that pairs (default 0.02)")
     ix.add_argument("--camera", metavar="KEY", help="with --lerobot: the camera feature (e.g. observation.images.top); "
                                                     "with --hdf5: the obs key (e.g. agentview_image)")
+    ix.add_argument("--depth-camera", metavar="KEY", help="with --lerobot: the camera feature holding depth maps "
+                                                          "(give its unit with --depth-unit)")
     ix.add_argument("--proprio", metavar="KEY[,KEY]", help="with --hdf5: obs keys concatenated into proprio "
                                                            "(e.g. robot0_eef_pos,robot0_gripper_qpos)")
     ix.add_argument("--root", metavar="DIR", help="with --manifest: the folder relative paths start from "

@@ -3,6 +3,7 @@ bad input as one-line errors (exit 2) or recorded skips."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 
@@ -119,3 +120,45 @@ def test_truncated_and_corrupt_videos_are_skips_and_a_set_of_only_them_exits_2(t
     with Catalog(db, read_only=True) as cat:
         counts = cat.set_counts("u")
     assert counts["ok"] + counts["unreadable"] == 4  # each frame either decoded or recorded unreadable
+
+
+def test_depth_camera_attaches_16bit_png_depth_in_the_declared_unit(tmp_path, episodes, capsys):
+    from PIL import Image
+
+    from perception_gap.statistics.depth import depth_stats
+    from perception_gap.workflows.stats import compute_stats
+
+    root = write_lerobot(tmp_path / "ds", episodes, version="v3.0", dtype="image")
+    rng = np.random.default_rng(5)
+    depth = [rng.integers(300, 4000, (48, 64), dtype=np.uint16) for _ in range(7)]
+
+    def png16(a: np.ndarray) -> bytes:
+        buf = io.BytesIO()
+        Image.fromarray(a).save(buf, format="PNG")
+        return buf.getvalue()
+
+    cells = [{"bytes": png16(d), "path": f"d{i}.png"} for i, d in enumerate(depth)]
+    cells[5] = {"bytes": b"not a png", "path": "d5.png"}  # episode 1 step 1: no readable depth
+    data = root / "data/chunk-000/file-000.parquet"
+    pq.write_table(pq.read_table(data).append_column("observation.images.depth", pa.array(cells)), data)
+    info = json.loads((root / "meta/info.json").read_text())
+    info["features"]["observation.images.depth"] = {"dtype": "image", "shape": [48, 64, 1], "names": None}
+    (root / "meta/info.json").write_text(json.dumps(info))
+    db = str(tmp_path / "c.duckdb")
+    code, _, err = run(["index", "--db", db, "--lerobot", str(root), "--camera", CAM, "--depth-camera",
+                          "observation.images.depth", "--depth-unit", "mm", "--set", "r", "--domain", "real"], capsys)
+    assert code == 0 and "1 of 7 frame(s) have no observation.images.depth frame" in err, err
+    with Catalog(db) as cat, cat.session():
+        assert compute_stats(cat, ["r"], workers=1).computed == 7 + 6  # colour frames, readable depth maps
+        rows = cat.con.execute("SELECT f.pair_key, f.depth_unit, d.mean, d.percentiles FROM frames f LEFT JOIN depth_stats d "
+                               "ON d.content_hash = f.depth_hash ORDER BY f.episode, f.step").fetchall()
+    want = [depth_stats(d) for d in depth]
+    assert len(rows) == 7
+    for (key, unit, mean, pct), i in zip(rows, range(7)):
+        if i == 5:
+            assert (key, unit, mean) == ("1/1", None, None)
+        else:
+            assert unit == "mm" and mean == pytest.approx(want[i].mean) and pct == pytest.approx(want[i].percentiles)
+    code, _, err = run(["index", "--db", db, "--lerobot", str(root), "--camera", CAM, "--depth-camera", "nope",
+                        "--set", "r2", "--domain", "real"], capsys)
+    assert code == 2 and "Unknown camera key 'nope'" in err and "observation.images.depth" in err

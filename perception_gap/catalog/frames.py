@@ -41,7 +41,7 @@ class FramesMixin:
         """rgb_path -> catalog row (the change-detection columns) for a set."""
         cols = ("rgb_path", "file_size", "mtime_ns", "depth_path", "depth_size", "depth_mtime_ns",
                 "status", "content_hash", "pair_key", "episode", "step", "depth_unit", "action", "proprio",
-                "member", "frame_index", "container_path")
+                "member", "frame_index", "container_path", "depth_member", "depth_index", "timestamp")
         rows = self.con.execute(f"SELECT {', '.join(cols)} FROM frames WHERE set_name = ?", [set_name]).fetchall()
         return {r[0]: dict(zip(cols, r)) for r in rows}
 

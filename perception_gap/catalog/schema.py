@@ -14,12 +14,15 @@ from typing import Any, Iterable
 from perception_gap.statistics.depth import DepthStats
 from perception_gap.statistics.image import ImageStats
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Columns each schema version added to `frames`, applied in order by `Catalog._migrate`
-# (version 2: frames inside containers, see `perception_gap.ingest.containers`).
+# (version 2: frames inside containers, see `perception_gap.ingest.containers`; version 3: depth
+# maps inside containers and frame timestamps, see `perception_gap.ingest.rosbag`).
 FRAME_MIGRATIONS: dict[int, tuple[tuple[str, str], ...]] = {
     2: (("container_path", "VARCHAR"), ("container_hash", "VARCHAR"), ("member", "VARCHAR"),
         ("frame_index", "BIGINT")),
+    3: (("depth_member", "VARCHAR"), ("depth_index", "BIGINT"), ("depth_container_hash", "VARCHAR"),
+        ("timestamp", "DOUBLE")),
 }
 DEFAULT_DB = "perception_gap.duckdb"
 
@@ -64,6 +67,10 @@ CREATE TABLE IF NOT EXISTS frames (
     container_hash VARCHAR,
     member VARCHAR,          -- `video`, or `parquet:<column>` for an image column
     frame_index BIGINT,      -- presentation-order frame number, or row number
+    depth_member VARCHAR,    -- a depth map inside a container (depth_path): its member and index there
+    depth_index BIGINT,
+    depth_container_hash VARCHAR,
+    timestamp DOUBLE,        -- seconds, where the source records a time per frame (ROS header stamps)
     PRIMARY KEY (set_name, rgb_path)
 );
 CREATE TABLE IF NOT EXISTS listing_repeats (
@@ -148,6 +155,7 @@ FRAME_COLUMNS = (
     "content_hash", "depth_hash", "file_size", "mtime_ns", "depth_size", "depth_mtime_ns",
     "width", "height", "format", "mode", "dtype", "channels", "exif_orientation",
     "action", "proprio", "status", "error", "container_path", "container_hash", "member", "frame_index",
+    "depth_member", "depth_index", "depth_container_hash", "timestamp",
 )
 
 
@@ -169,6 +177,7 @@ def frame_types() -> dict[str, Any]:
         "depth_size": pa.int64(), "depth_mtime_ns": pa.int64(), "width": pa.int32(),
         "height": pa.int32(), "channels": pa.int32(), "exif_orientation": pa.int32(),
         "action": pa.list_(pa.float64()), "proprio": pa.list_(pa.float64()), "frame_index": pa.int64(),
+        "depth_index": pa.int64(), "timestamp": pa.float64(),
     }
 
 

@@ -39,12 +39,17 @@ class StatsCacheMixin:
             "AND f.content_hash NOT IN (SELECT content_hash FROM frame_stats) "
             "GROUP BY f.content_hash ORDER BY 2, 3, 4, 1", [set_names]).fetchall()]
 
-    def hashes_needing_depth_stats(self, set_names: list[str]) -> list[tuple[str, str]]:
+    def hashes_needing_depth_stats(self, set_names: list[str]) -> list[tuple]:
+        """(depth_hash, path, member, index, container hash) of the depth maps not yet measured:
+        member, index and container hash None for a depth file, else where in the container
+        `path` the depth map lies and that file's hash at `index`; sorted by path then index, as
+        `hashes_needing_stats`."""
         return [tuple(r) for r in self.con.execute(
-            "SELECT f.depth_hash, min(f.depth_path) FROM frames f "
+            "SELECT f.depth_hash, min(f.depth_path), arg_min(f.depth_member, f.depth_path), "
+            "arg_min(f.depth_index, f.depth_path), arg_min(f.depth_container_hash, f.depth_path) FROM frames f "
             "WHERE f.set_name IN (SELECT unnest(?)) AND f.status = 'ok' AND f.depth_hash IS NOT NULL "
             "AND f.depth_hash NOT IN (SELECT content_hash FROM depth_stats) "
-            "GROUP BY f.depth_hash ORDER BY 2", [set_names]).fetchall()]
+            "GROUP BY f.depth_hash ORDER BY 2, 4, 1", [set_names]).fetchall()]
 
     def write_image_stats(self, items: list[tuple[str, ImageStats | None, str | None]]) -> None:
         """Cache (content_hash, stats, error) rows; error rows record unreadable content."""

@@ -1,4 +1,4 @@
-"""`index`: frames from a folder, a manifest, videos, a LeRobot dataset or an HDF5 file; boxes from COCO JSON or instance masks."""
+"""`index`: frames from a folder, a manifest, videos, a LeRobot dataset, an HDF5 file or ROS bags; boxes from COCO JSON or instance masks."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ def execute(args: argparse.Namespace) -> int:
     if args.coco is not None or args.masks is not None:
         return _index_boxes(args)
     sources = [name for name, v in (("a folder PATH", args.path), ("--manifest", args.manifest), ("--video", args.video),
-                                    ("--lerobot", args.lerobot), ("--hdf5", args.hdf5)) if v is not None]
+                                    ("--lerobot", args.lerobot), ("--hdf5", args.hdf5), ("--rosbag", args.rosbag))
+               if v is not None]
     if not sources:
-        return fail("index: give a folder PATH, --manifest FILE, --video PATH, --lerobot ROOT or --hdf5 FILE "
-                    "(with --set and --domain).")
+        return fail("index: give a folder PATH, --manifest FILE, --video PATH, --lerobot ROOT, --hdf5 FILE or "
+                    "--rosbag PATH (with --set and --domain).")
     if len(sources) > 1:
         return fail(f"index: give one source, got {' and '.join(sources)}.")
     if args.manifest is None and (args.set is None or args.domain is None):
@@ -29,14 +30,20 @@ def execute(args: argparse.Namespace) -> int:
     if needs_camera != (args.camera is not None):
         return fail(f"index: {sources[0]} needs --camera KEY." if needs_camera
                     else "index: --camera goes with --lerobot ROOT or --hdf5 FILE.")
+    if (args.rosbag is not None) != (args.topic is not None):
+        return fail("index: --rosbag PATH needs --topic TOPIC." if args.rosbag is not None
+                    else "index: --topic goes with --rosbag PATH.")
     for flag, value, owner, given in (("--root", args.root, "--manifest", args.manifest),
-                                      ("--proprio", args.proprio, "--hdf5", args.hdf5)):
+                                      ("--proprio", args.proprio, "--hdf5", args.hdf5),
+                                      ("--depth-topic", args.depth_topic, "--rosbag", args.rosbag),
+                                      ("--depth-camera", args.depth_camera, "--lerobot", args.lerobot),
+                                      ("--sync-tolerance", args.sync_tolerance, "--depth-topic", args.depth_topic)):
         if value is not None and given is None:
             return fail(f"index: {flag} goes with {owner}.")
     progress, close = progress_bar(args, "index")
     with Catalog(args.db, wait=args.wait) as cat:
         try:
-            if args.video is not None or needs_camera:
+            if args.video is not None or args.rosbag is not None or needs_camera:
                 reports = [_index_container_source(cat, args, tags, progress)]
             elif args.manifest is not None:
                 reports = index_manifest(cat, Path(args.manifest), root=None if args.root is None else Path(args.root),
@@ -67,16 +74,21 @@ def execute(args: argparse.Namespace) -> int:
 def _index_container_source(cat, args: argparse.Namespace, tags: list[str] | None, progress):
     from perception_gap.ingest.hdf5 import index_hdf5
     from perception_gap.ingest.lerobot import index_lerobot
+    from perception_gap.ingest.rosbag import SYNC_TOLERANCE, index_rosbag
     from perception_gap.ingest.video import index_video
 
+    if args.rosbag is not None:
+        tolerance = SYNC_TOLERANCE if args.sync_tolerance is None else args.sync_tolerance
+        return index_rosbag(cat, Path(args.rosbag), args.topic, args.set, args.domain, depth_topic=args.depth_topic,
+                            tolerance=tolerance, tags=tags, workers=args.workers, progress=progress)
     if args.video is not None:
         return index_video(cat, Path(args.video), args.set, args.domain, tags=tags, workers=args.workers, progress=progress)
     if args.hdf5 is not None:
         proprio = [k.strip() for k in (args.proprio or "").split(",") if k.strip()]
         return index_hdf5(cat, Path(args.hdf5), args.camera, args.set, args.domain, proprio=proprio, tags=tags,
                           workers=args.workers, progress=progress)
-    return index_lerobot(cat, Path(args.lerobot), args.camera, args.set, args.domain, tags=tags,
-                         workers=args.workers, progress=progress)
+    return index_lerobot(cat, Path(args.lerobot), args.camera, args.set, args.domain, depth_camera=args.depth_camera,
+                         depth_unit=args.depth_unit, tags=tags, workers=args.workers, progress=progress)
 
 
 def _index_boxes(args: argparse.Namespace) -> int:

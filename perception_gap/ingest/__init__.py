@@ -1,9 +1,9 @@
 """Ingest: the sources of frames, listed, read and catalogued incrementally.
 
 ingest/ owns the sources: folders (`folders`), manifests (`manifests`), and the robot-data
-readers (plain video `video`, LeRobot datasets `lerobot`, robomimic HDF5 `hdf5`; ROS 1/2 bags
-and MCAP to come), each a module that lists `FrameEntry`s and hands them to `index_entries` (`entries`: content
-hashing, name validation, incremental cataloguing). It also owns reading frames from disk
+readers (plain video `video`, LeRobot datasets `lerobot`, robomimic HDF5 `hdf5`, ROS 1/2 bags
+`rosbag` with their image messages decoded by `rosmsg`), each a module that lists `FrameEntry`s and
+hands them to `index_entries` (`entries`: content hashing, name validation, incremental cataloguing). It also owns reading frames from disk
 (`frames`: header probes for the catalog, RGB and depth decoding for statistics) and, moved in
 later, the ingest of annotation boxes (ground truth and detector output).
 """

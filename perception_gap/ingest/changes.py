@@ -6,10 +6,10 @@ catalog: a mismatch stores nothing under the old hash and hands the file's path 
 frames (in every set that lists the file) are read again like `index` reads them (new hash,
 size, mtime, header), and the stage measures the new content under its own hash.
 
-A frame inside a container (a video, a LeRobot Parquet file, an HDF5 file) is verified through
+A frame inside a container (a video, a LeRobot Parquet file, an HDF5 file, a ROS bag) is verified through
 its container's hash (`perception_gap.ingest.containers.verified_group`); a changed container
 re-indexes every frame of it the set holds: the set's source (`video:`, `lerobot:` or `hdf5:`)
-is listed again as `index` lists it, and its entries in that container are read again (new
+(or `rosbag:`) is listed again as `index` lists it, and its entries in that container are read again (new
 container hash, so new frame hashes). A frame the new listing no longer holds is skipped with
 the reason; so is every frame of a source that cannot be listed again.
 """
@@ -57,18 +57,22 @@ def reread_frames(catalog: Catalog, paths: Iterable[str]) -> tuple[str, ...]:
 def _listing(source: str) -> list[FrameEntry]:
     """A container source listed again as `index` lists it (the set's recorded `source`)."""
     from perception_gap.ingest.hdf5 import parse_hdf5_source, scan_hdf5
-    from perception_gap.ingest.lerobot import scan_lerobot
+    from perception_gap.ingest.lerobot import parse_lerobot_source, scan_lerobot
+    from perception_gap.ingest.rosbag import parse_rosbag_source, scan_rosbag
     from perception_gap.ingest.video import scan_videos
 
     kind, _, where = source.partition(":")
     if kind == "video":
         return scan_videos(Path(where))
     if kind == "lerobot":
-        root, _, camera = where.rpartition("#")
-        return scan_lerobot(Path(root), camera)
+        root, camera, depth_camera, depth_unit = parse_lerobot_source(where)
+        return scan_lerobot(root, camera, depth_camera=depth_camera, depth_unit=depth_unit)
     if kind == "hdf5":
         path, camera, proprio = parse_hdf5_source(where)
         return scan_hdf5(path, camera, proprio=proprio)
+    if kind == "rosbag":
+        path, topic, depth_topic, tolerance = parse_rosbag_source(where)
+        return scan_rosbag(path, topic, depth_topic=depth_topic, tolerance=tolerance)[0]
     raise InputError(f"source {source!r} cannot be listed again")
 
 

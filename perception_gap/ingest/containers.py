@@ -2,9 +2,10 @@
 
 A container frame is named by (container path, member, index): the member says what inside the
 file holds the frame (`video` for the first video stream; `parquet:<column>` for the encoded
-images of a Parquet column; `hdf5:<dataset path>` for an (N, H, W[, C]) array of an HDF5 file),
+images of a Parquet column; `hdf5:<dataset path>` for an (N, H, W[, C]) array of an HDF5 file;
+`rosbag:<topic>` for the image messages of a ROS bag topic, see `perception_gap.ingest.rosmsg`),
 the index is its position (the frame's place in the stream's presentation order; the row
-number in the file; the index along the dataset's first axis). Its content hash is derived from the
+number in the file; the index along the dataset's first axis; the message's place in its topic). Its content hash is derived from the
 container's content hash, the member and the index (`frame_hash`), so statistics and
 embeddings cache as for files and a changed container re-indexes every frame it holds. An
 encoded image cell of a Parquet file is hashed from its own bytes instead: it is a file stored
@@ -37,6 +38,7 @@ VIDEO_EXTS = frozenset({".mp4", ".mkv", ".mov", ".avi", ".webm", ".m4v"})
 VIDEO_MEMBER = "video"
 PARQUET_PREFIX = "parquet:"
 HDF5_PREFIX = "hdf5:"
+ROSBAG_PREFIX = "rosbag:"
 HDF5_BLOCK = 32  # frames read from an HDF5 dataset per slice: sequential, bounded memory
 _HASH_BLOCK = 1 << 22
 
@@ -326,6 +328,10 @@ def decode_members(path: Path, member: str, indices: Iterable[int]) -> Iterator[
         yield from _parquet_frames(path, member[len(PARQUET_PREFIX):], wanted)
     elif member.startswith(HDF5_PREFIX):
         yield from _hdf5_frames(path, member[len(HDF5_PREFIX):], wanted)
+    elif member.startswith(ROSBAG_PREFIX):
+        from perception_gap.ingest.rosmsg import bag_frames
+
+        yield from bag_frames(path, member[len(ROSBAG_PREFIX):], wanted)
     else:
         err = FrameError(f"unknown container member {member!r}")
         for i in wanted:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from perception_gap.errors import FrameError, InputError
 from perception_gap.ingest.containers import ContainerFrame
-from perception_gap.ingest.frames import probe, read_bytes
+from perception_gap.ingest.frames import Header, probe, read_bytes
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
     from perception_gap.catalog import Catalog
@@ -45,6 +45,8 @@ class FrameEntry:
     proprio: list[float] | None = None
     error: str | None = None  # a listing-time problem (bad pair key, path outside folder, ...)
     container: ContainerFrame | None = None  # set for a frame inside a video or Parquet file
+    depth_container: ContainerFrame | None = None  # a depth map inside a container (depth_path: that file)
+    timestamp: float | None = None  # seconds, when the source records one (a ROS message's stamp)
 
 
 def _data_path(entry: FrameEntry) -> Path:
@@ -136,6 +138,15 @@ def _stat(path: Path | None) -> tuple[int | None, int | None]:
     return st.st_size, st.st_mtime_ns
 
 
+def _probe_source(c: ContainerFrame | None, path: Path) -> tuple[Header, str, str | None]:
+    """(header, content hash, container hash or None) of a frame or depth map: from its container
+    (listed with its header; hashing reads the container once for all its frames), else its file."""
+    if c is not None:
+        return c.header, c.content_hash(), c.file.content_hash()
+    data = read_bytes(path)
+    return probe(path, data), content_hash(data), None
+
+
 def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
     """Hash and probe one listed frame (and its depth map) into a catalog row."""
     row: dict[str, Any] = {
@@ -143,7 +154,7 @@ def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
         "episode": entry.episode, "step": entry.step,
         "depth_path": utf8_safe(str(entry.depth_path)) if entry.depth_path else None,
         "depth_unit": entry.depth_unit, "action": entry.action, "proprio": entry.proprio,
-        "status": "ok", "error": None,
+        "status": "ok", "error": None, "timestamp": entry.timestamp,
     }
     c = entry.container
     if c is not None:
@@ -154,13 +165,7 @@ def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
         row.update(status="skipped", error=entry.error)
         return row
     try:
-        if c is not None:  # listed with its header; hashing reads the container once for all its frames
-            header = c.header
-            row["content_hash"], row["container_hash"] = c.content_hash(), c.file.content_hash()
-        else:
-            data = read_bytes(entry.rgb_path)
-            header = probe(entry.rgb_path, data)
-            row["content_hash"] = content_hash(data)
+        header, row["content_hash"], row["container_hash"] = _probe_source(c, entry.rgb_path)
         row.update(width=header.width, height=header.height, format=header.format, mode=header.mode,
                    dtype=header.dtype, channels=header.channels, exif_orientation=header.exif_orientation)
         for name in ("action", "proprio"):
@@ -170,11 +175,12 @@ def _read_entry(entry: FrameEntry, set_name: str) -> dict[str, Any]:
     except FrameError as e:
         row.update(status="skipped", error=str(e))
         return row
+    dc = entry.depth_container
+    if dc is not None:
+        row.update(depth_member=dc.member, depth_index=dc.index)
     if entry.depth_path is not None:
         try:
-            ddata = read_bytes(entry.depth_path)
-            dheader = probe(entry.depth_path, ddata)
-            row["depth_hash"] = content_hash(ddata)
+            dheader, row["depth_hash"], row["depth_container_hash"] = _probe_source(dc, entry.depth_path)
             if (dheader.width, dheader.height) != (header.width, header.height):
                 log.info("depth %s is %dx%d, rgb is %dx%d", entry.depth_path, dheader.width, dheader.height, header.width, header.height)
         except FrameError as e:
@@ -195,7 +201,9 @@ def _unchanged(entry: FrameEntry, old: dict[str, Any] | None) -> bool:
                  and entry.action == old["action"] and entry.proprio == old["proprio"])
     c = entry.container
     same_place = (old["member"], old["frame_index"]) == ((c.member, c.index) if c is not None else (None, None))
-    same_meta = same_meta and same_place
+    d = entry.depth_container
+    same_depth = (old["depth_member"], old["depth_index"]) == ((d.member, d.index) if d is not None else (None, None))
+    same_meta = same_meta and same_place and same_depth and entry.timestamp == old["timestamp"]
     return same_files and same_meta and size is not None
 
 

@@ -17,6 +17,12 @@ A row becomes a frame: `episode_index` -> episode, `frame_index` -> step, pair k
 the video frame whose presentation time is nearest the row's time, within half a frame period
 (else the row is skipped: its frame is missing from the video); an image camera's frame is the
 row's encoded image cell in the data file.
+
+With `depth_camera`, a second camera feature (video or image) holds the depth maps: each row's
+depth frame is found as its colour frame is, and catalogued as a depth map inside its container
+(`FrameEntry.depth_container`) in the declared `depth_unit` (the format records no unit; a
+16-bit PNG cell keeps its values, a video frame is 8-bit grey). A row whose depth frame is
+missing keeps its colour frame without depth.
 """
 
 from __future__ import annotations
@@ -51,12 +57,14 @@ from perception_gap.ingest.entries import (
 )
 from perception_gap.ingest.frames import probe_image
 from perception_gap.ingest.video import pair_key
+from perception_gap.statistics.depth import parse_depth_unit
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
     from perception_gap.catalog import Catalog
 
 CAMERA_DTYPES = ("video", "image")
 STATE_KEY, ACTION_KEY = "observation.state", "action"
+DEPTH_MARK = "?depth="
 
 
 def read_info(root: Path) -> dict[str, Any]:
@@ -191,24 +199,39 @@ def _image_frame(file: ContainerFile, camera: str, row: int, cell: Any) -> Conta
     return ContainerFrame(file, PARQUET_PREFIX + camera, row, probe_image(data), own_hash=content_hash(data))
 
 
-def scan_lerobot(root: Path, camera: str) -> list[FrameEntry]:
-    """List one camera's frames of a local LeRobot dataset (v2.x or v3.0; see the module docstring)."""
+def _camera_frame(videos: _Videos, file: ContainerFile, t: dict[str, list[Any]], row: int, key: str,
+                  video: Path | None, ep: dict[str, Any], fps: float) -> ContainerFrame:
+    """A data row's frame of camera `key`: in its episode's video (`video`), else the row's image cell."""
+    if video is not None:
+        return _video_frame(videos, video, ep["from_timestamp"] + float(t["timestamp"][row]), fps)
+    return _image_frame(file, key, row, t[key][row])
+
+
+def scan_lerobot(root: Path, camera: str, *, depth_camera: str | None = None,
+                 depth_unit: str | None = None) -> list[FrameEntry]:
+    """List one camera's frames of a local LeRobot dataset (v2.x or v3.0; see the module docstring),
+    with the depth maps of `depth_camera` attached when given."""
     root = Path(os.path.abspath(root))
     info = read_info(root)
     dtype = _check_camera(info, camera)
+    ddtype = _check_camera(info, depth_camera) if depth_camera is not None else None
     fps = float(info["fps"])
     if not math.isfinite(fps) or fps <= 0:
         raise InputError(f"Expected a positive `fps` in meta/info.json, got {info['fps']!r}.")
     v3 = str(info["codebase_version"]).startswith("v3.")
     episodes = _episodes_v3(root, info, camera) if v3 else _episodes_v2(root, info)
-    cols = ["episode_index", "frame_index", "timestamp", STATE_KEY, ACTION_KEY] + ([camera] if dtype == "image" else [])
+    depth_eps = {e["episode_index"]: e for e in _episodes_v3(root, info, depth_camera)} if v3 and ddtype else {}
+    images = [k for k, d in ((camera, dtype), (depth_camera, ddtype)) if d == "image"]
+    cols = ["episode_index", "frame_index", "timestamp", STATE_KEY, ACTION_KEY] + images
     videos, tables, entries = _Videos(), {}, []
     for ep in episodes:
         data = ep["data"]
         if data not in tables:
-            tables[data] = _load_data(data, cols, dtype)
+            tables[data] = _load_data(data, cols, (("timestamp",) if "video" in (dtype, ddtype) else ()) + tuple(images))
         t, rows_of = tables[data]
         video = _video_path(root, info, camera, ep) if dtype == "video" else None
+        dep = depth_eps.get(ep["episode_index"], ep)
+        dvideo = _video_path(root, info, depth_camera, dep) if ddtype == "video" else None
         file = ContainerFile(data)
         episode = str(ep["episode_index"])
         for row in rows_of.get(ep["episode_index"], ()):
@@ -216,11 +239,14 @@ def scan_lerobot(root: Path, camera: str) -> list[FrameEntry]:
             entry = FrameEntry(rgb_path=data, pair_key=pair_key(episode, step), episode=episode, step=step,
                                action=_vector(t[ACTION_KEY][row]) if ACTION_KEY in t else None,
                                proprio=_vector(t[STATE_KEY][row]) if STATE_KEY in t else None)
+            if ddtype is not None:
+                try:
+                    entry.depth_container = _camera_frame(videos, file, t, row, depth_camera, dvideo, dep, fps)
+                    entry.depth_path, entry.depth_unit = entry.depth_container.file.path, depth_unit
+                except FrameError:
+                    pass  # no depth for this row: it keeps its colour frame (index_lerobot counts these)
             try:
-                if video is not None:
-                    entry.container = _video_frame(videos, video, ep["from_timestamp"] + float(t["timestamp"][row]), fps)
-                else:
-                    entry.container = _image_frame(file, camera, row, t[camera][row])
+                entry.container = _camera_frame(videos, file, t, row, camera, video, ep, fps)
                 c = entry.container
                 entry.rgb_path = Path(frame_path(c.file.path, c.member, c.index))
             except FrameError as e:
@@ -230,10 +256,10 @@ def scan_lerobot(root: Path, camera: str) -> list[FrameEntry]:
     return entries
 
 
-def _load_data(path: Path, cols: list[str], dtype: str) -> tuple[dict[str, list[Any]], dict[int, list[int]]]:
+def _load_data(path: Path, cols: list[str], required: tuple[str, ...]) -> tuple[dict[str, list[Any]], dict[int, list[int]]]:
     """A data file's columns and, per episode index, its row numbers (in file order)."""
     t = _read_parquet(path, cols)
-    need = ("episode_index", "frame_index") + (("timestamp",) if dtype == "video" else (cols[-1],))
+    need = ("episode_index", "frame_index") + required
     missing = [c for c in need if c not in t]
     if missing:
         raise InputError(f"LeRobot data file {str(path)!r} lacks column(s) {', '.join(missing)}.")
@@ -252,12 +278,33 @@ def _video_path(root: Path, info: dict[str, Any], camera: str, ep: dict[str, Any
 
 
 def index_lerobot(catalog: Catalog, root: Path, camera: str, set_name: str, domain: str, *,
-                  tags: list[str] | None = None, workers: int | None = None,
-                  progress: Progress | None = None) -> IndexReport:
+                  depth_camera: str | None = None, depth_unit: str | None = None, tags: list[str] | None = None,
+                  workers: int | None = None, progress: Progress | None = None) -> IndexReport:
     """Catalogue one camera of a local LeRobot dataset as one set (see `scan_lerobot`)."""
     validate_set_name(set_name)
     validate_domain(domain)
-    entries = scan_lerobot(root, camera)
+    try:
+        parse_depth_unit(depth_unit)
+    except ValueError as e:
+        raise InputError(str(e).replace("`depth_unit`", "`--depth-unit`")) from None
+    entries = scan_lerobot(root, camera, depth_camera=depth_camera, depth_unit=depth_unit)
     root = Path(os.path.abspath(root))
-    return index_entries(catalog, set_name, domain, entries, source=f"lerobot:{root}#{camera}", tags=tags,
-                         root=str(root), workers=workers, progress=progress)
+    lacking = sum(1 for e in entries if depth_camera and e.error is None and e.depth_container is None)
+    notes = [f"{lacking} of {len(entries)} frame(s) have no {depth_camera} frame: they keep no depth"] if lacking else []
+    return index_entries(catalog, set_name, domain, entries, source=lerobot_source(root, camera, depth_camera, depth_unit),
+                         tags=tags, root=str(root), workers=workers, progress=progress, warnings=notes)
+
+
+def lerobot_source(root: Path, camera: str, depth_camera: str | None = None, depth_unit: str | None = None) -> str:
+    """The set's recorded source: `lerobot:<root>#<camera>[?depth=<depth camera>,<unit>]`."""
+    return f"lerobot:{root}#{camera}" + (f"{DEPTH_MARK}{depth_camera},{depth_unit or ''}" if depth_camera else "")
+
+
+def parse_lerobot_source(where: str) -> tuple[Path, str, str | None, str | None]:
+    """(root, camera, depth camera, depth unit) of a source written by `lerobot_source`, without `lerobot:`."""
+    depth = unit = None
+    if DEPTH_MARK in where:
+        where, _, rest = where.rpartition(DEPTH_MARK)
+        depth, _, unit = rest.rpartition(",")
+    root, _, camera = where.rpartition("#")
+    return Path(root), camera, depth, unit or None

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 if multiprocessing.parent_process() is not None:
     # In a pool worker (this module is its first import of numpy): the pool already keeps every
@@ -22,6 +23,7 @@ if multiprocessing.parent_process() is not None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from perception_gap.errors import FrameError  # noqa: E402
 from perception_gap.ingest.containers import group_sources, verified_group  # noqa: E402
@@ -157,11 +159,28 @@ def rgb_stats_job(items: list[tuple]) -> list[tuple[str, ImageStats | None, str 
     return out
 
 
-def depth_stats_job(items: list[tuple[str, str]]) -> list[tuple[str, DepthStats | None, str | None]]:
-    """[(depth_hash, path)] -> [(depth_hash, stats or None, skip reason or None)]; (hash, None, None)
-    for a file changed since `index`, as in `rgb_stats_job`."""
+def _depth_stats(h: str, frame: Any) -> tuple[str, DepthStats | None, str | None]:
+    if frame is None:
+        return h, None, None
+    if isinstance(frame, FrameError):
+        return h, None, str(frame)
+    if isinstance(frame, Image.Image) and frame.mode == "RGB":  # a depth video's frame: grey, R = G = B
+        frame = frame.convert("L")
+    try:
+        return h, depth_stats(np.asarray(frame)), None
+    except (ValueError, MemoryError) as e:
+        return h, None, f"cannot compute depth statistics: {e}"
+
+
+def depth_stats_job(items: list[tuple]) -> list[tuple[str, DepthStats | None, str | None]]:
+    """[(depth_hash, path)] or [(depth_hash, path, member, index, container_hash)] -> [(depth_hash,
+    stats or None, skip reason or None)]; (hash, None, None) for a file or container changed since
+    `index`, as in `rgb_stats_job` (depth maps inside a container decode in one verified pass)."""
+    files, groups = group_sources(items)
     out = []
-    for h, path in items:
+    for (path, member), frames in groups.items():
+        out.extend(_depth_stats(h, frame) for h, frame in verified_group(path, member, frames))
+    for h, path in files:
         try:
             data = _verified(h, path)
             if data is None:

@@ -1,0 +1,245 @@
+"""ROS bag sources: the image messages of one topic of a ROS 1 or ROS 2 bag (or of a folder of bags).
+
+`--rosbag PATH` names a ROS 1 `.bag` file, a ROS 2 bag folder (`metadata.yaml` and one `.db3`
+or `.mcap` storage file), or a folder holding such bags (each bag one episode, in name order).
+Every message of `--topic` (`sensor_msgs/msg/Image` or `CompressedImage`, see
+`perception_gap.ingest.rosmsg`) becomes a frame inside the bag's container file (member
+`rosbag:<topic>`, index = the message's place in its topic): episode = the bag's place in name
+order (`0` for a single bag, so a sim bag pairs with a real bag, or with episode 0 of a LeRobot
+dataset or `demo_0` of an HDF5 file), step = that place, pair key `<episode>/<step>`, timestamp = the header
+stamp in seconds (the receive time when the stamp is zero). A message of an unsupported
+encoding is listed as a skipped frame with the reason.
+
+With `--depth-topic`, each colour frame gets the depth message of nearest timestamp within
+`--sync-tolerance` seconds (`nearest_within`), in the unit its encoding declares (16UC1 and
+mono16 millimetres, 32FC1 metres); a colour frame with none that close keeps no depth, and the
+count is reported as a warning.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from perception_gap.errors import FrameError, InputError
+from perception_gap.ingest.containers import ROSBAG_PREFIX, ContainerFile, ContainerFrame, frame_path
+from perception_gap.ingest.entries import FrameEntry, IndexReport, Progress, index_entries, validate_set_name
+from perception_gap.ingest.frames import Header
+from perception_gap.ingest.rosmsg import (
+    DEPTH_UNITS,
+    IMAGE,
+    IMAGE_TYPES,
+    ROS2_STORAGE_EXTS,
+    message_header,
+    open_bag,
+    stamp_seconds,
+    topic_messages,
+)
+from perception_gap.ingest.video import pair_key
+
+if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
+    from perception_gap.catalog import Catalog
+
+SYNC_TOLERANCE = 0.02  # seconds: a depth message this close to a colour frame's stamp is its depth
+DEPTH_MARK = "?depth="
+# the header of a listed message that cannot be decoded (a recorded skip, still keyed to its bag so
+# that an unchanged bag leaves it unchanged)
+_UNDECODABLE = Header(width=0, height=0, format="ROS", mode="", dtype="", channels=0)
+_SHAPE = "Expected `--rosbag` to be a ROS 1 .bag file, a ROS 2 bag folder (metadata.yaml) or a folder of bags"
+
+
+@dataclass(frozen=True)
+class TopicMessage:
+    """One listed message of a topic: its place, timestamp (s) and what it decodes to (or why not)."""
+
+    index: int
+    timestamp: float
+    header: Any  # `Header`, or the FrameError text when the message cannot be decoded
+    unit: str | None = None
+
+
+def _ros2_storage(folder: Path) -> Path:
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in ROS2_STORAGE_EXTS and p.is_file())
+    if len(files) != 1:
+        raise InputError(f"ROS 2 bag {str(folder)!r} has {len(files)} storage files (.db3/.mcap); "
+                         "expected one (split bags are not supported: merge them first).")
+    return files[0]
+
+
+def find_bags(path: Path) -> list[Path]:
+    """The container files of `--rosbag PATH` in episode order (see the module docstring).
+
+    Raises:
+        InputError: PATH does not exist, or is not a bag nor a folder holding bags.
+    """
+    if not path.exists():
+        raise InputError(f"{_SHAPE}, got {str(path)!r} (not found).")
+    if path.is_file():
+        if path.suffix.lower() == ".bag":
+            return [path]
+        if path.suffix.lower() in ROS2_STORAGE_EXTS and (path.parent / "metadata.yaml").is_file():
+            return [_ros2_storage(path.parent)]
+        raise InputError(f"{_SHAPE}, got {str(path)!r} (a {path.suffix or 'suffix-less'} file).")
+    if (path / "metadata.yaml").is_file():
+        return [_ros2_storage(path)]
+    bags = sorted((p for p in path.iterdir() if (p.is_file() and p.suffix.lower() == ".bag")
+                   or (p.is_dir() and (p / "metadata.yaml").is_file())), key=lambda p: p.name)
+    if not bags:
+        raise InputError(f"{_SHAPE}, got {str(path)!r} (a folder holding no bag).")
+    return [p if p.is_file() else _ros2_storage(p) for p in bags]
+
+
+def _list_topic(reader: Any, topic: str, msgtype: str) -> list[TopicMessage]:
+    out = []
+    for i, t, msg in topic_messages(reader, topic):
+        try:
+            header: Any = message_header(msg, msgtype)
+        except FrameError as e:
+            header = str(e)
+        enc = getattr(msg, "encoding", None)
+        out.append(TopicMessage(i, stamp_seconds(msg, t), header, DEPTH_UNITS.get(enc) if msgtype == IMAGE else None))
+    return out
+
+
+def _image_topics(topics: dict[str, Any]) -> str:
+    names = sorted(t for t, info in topics.items() if info.msgtype in IMAGE_TYPES)
+    return ", ".join(names) or "none"
+
+
+def read_bag(path: Path, topic: str, depth_topic: str | None = None) -> tuple[list[TopicMessage], list[TopicMessage] | None]:
+    """(colour messages, depth messages or None) of one bag's topics.
+
+    Raises:
+        InputError: the bag cannot be read, holds no message, lacks a topic (the message lists
+            its image topics) or the topic is not an image topic.
+    """
+    try:
+        reader = open_bag(path)
+    except FrameError as e:
+        raise InputError(f"Cannot read `--rosbag` {str(path)!r}: {e}.") from None
+    with closing(reader):
+        if reader.message_count == 0:
+            raise InputError(f"Bag {str(path)!r} is empty (it holds no message).")
+        topics = reader.topics
+        lists = []
+        for flag, name in (("--topic", topic), ("--depth-topic", depth_topic)):
+            if name is None:
+                lists.append(None)
+                continue
+            info = topics.get(name)
+            if info is None:
+                raise InputError(f"Unknown {flag} {name!r} in {str(path)!r}; its image topics: {_image_topics(topics)}.")
+            if info.msgtype not in IMAGE_TYPES:
+                raise InputError(f"{flag} {name!r} carries {info.msgtype}, not an image; "
+                                 f"the image topics of {str(path)!r}: {_image_topics(topics)}.")
+            try:
+                lists.append(_list_topic(reader, name, info.msgtype))
+            except FrameError as e:
+                raise InputError(f"Cannot read `--rosbag` {str(path)!r}: {e}.") from None
+    return lists[0], lists[1]
+
+
+def nearest_within(stamps: np.ndarray, targets: np.ndarray, tolerance: float) -> np.ndarray:
+    """For each target time, the index of the nearest stamp within `tolerance` seconds, else -1.
+
+    Args:
+        stamps: (M,) times in seconds, any order.
+        targets: (N,) times in seconds.
+        tolerance: the largest |stamp - target| that pairs (seconds, >= 0).
+
+    Returns:
+        (N,) int64 indices into `stamps` (the earlier one on a tie), -1 where none is close enough.
+    """
+    targets = np.asarray(targets, np.float64)
+    if len(stamps) == 0:
+        return np.full(len(targets), -1, np.int64)
+    order = np.argsort(stamps, kind="stable")
+    s = np.asarray(stamps, np.float64)[order]
+    hi = np.clip(np.searchsorted(s, targets), 1, len(s) - 1) if len(s) > 1 else np.zeros(len(targets), np.int64)
+    lo = np.maximum(hi - 1, 0)
+    pick = np.where(np.abs(s[lo] - targets) <= np.abs(s[hi] - targets), lo, hi)
+    return np.where(np.abs(s[pick] - targets) <= tolerance, order[pick], -1).astype(np.int64)
+
+
+def _bag_entries(path: Path, episode: str, topic: str, depth_topic: str | None,
+                 tolerance: float) -> tuple[list[FrameEntry], int]:
+    """A bag's frame entries, and how many usable colour frames found no depth within tolerance."""
+    colour, depth = read_bag(path, topic, depth_topic)
+    file = ContainerFile(path)
+    member = f"{ROSBAG_PREFIX}{topic}"
+    paired = np.full(len(colour), -1, np.int64)
+    if depth is not None:
+        usable = [d for d in depth if not isinstance(d.header, str)]
+        pick = nearest_within(np.array([d.timestamp for d in usable]), np.array([m.timestamp for m in colour]), tolerance)
+        paired = np.array([usable[k].index if k >= 0 else -1 for k in pick], np.int64)
+    entries, unpaired = [], 0
+    for m, j in zip(colour, paired):
+        ok = not isinstance(m.header, str)
+        entry = FrameEntry(rgb_path=Path(frame_path(path, member, m.index)), pair_key=pair_key(episode, m.index),
+                           episode=episode, step=m.index, timestamp=m.timestamp,
+                           container=ContainerFrame(file, member, m.index, m.header if ok else _UNDECODABLE),
+                           error=None if ok else m.header)
+        if depth is not None and ok:
+            if j < 0:
+                unpaired += 1
+            else:
+                d = depth[int(j)]
+                entry.depth_container = ContainerFrame(file, f"{ROSBAG_PREFIX}{depth_topic}", d.index, d.header)
+                entry.depth_path, entry.depth_unit = path, d.unit
+        entries.append(entry)
+    return entries, unpaired
+
+
+def scan_rosbag(path: Path, topic: str, *, depth_topic: str | None = None,
+                tolerance: float = SYNC_TOLERANCE) -> tuple[list[FrameEntry], list[str]]:
+    """List one topic's frames of a bag or folder of bags (see the module docstring).
+
+    Returns:
+        (entries, warnings): the warnings count colour frames left without depth.
+
+    Raises:
+        InputError: see `find_bags` and `read_bag`; a negative or non-finite tolerance.
+    """
+    if not (np.isfinite(tolerance) and tolerance >= 0):
+        raise InputError(f"Expected `--sync-tolerance` >= 0 seconds, got {tolerance}.")
+    entries, warnings = [], []
+    for episode, bag in enumerate(find_bags(Path(os.path.abspath(path)))):
+        got, unpaired = _bag_entries(bag, str(episode), topic, depth_topic, tolerance)
+        entries.extend(got)
+        if unpaired:
+            warnings.append(f"{unpaired} of {len(got)} frame(s) of {bag.name} have no {depth_topic} message "
+                            f"within {tolerance:g} s: they keep no depth")
+    return entries, warnings
+
+
+def rosbag_source(path: Path, topic: str, depth_topic: str | None = None, tolerance: float = SYNC_TOLERANCE) -> str:
+    """The set's recorded source: `rosbag:<path>#<topic>[?depth=<topic>,<tolerance>]`."""
+    return f"rosbag:{path}#{topic}" + (f"{DEPTH_MARK}{depth_topic},{tolerance!r}" if depth_topic else "")
+
+
+def parse_rosbag_source(where: str) -> tuple[Path, str, str | None, float]:
+    """(path, topic, depth topic, tolerance) of a source written by `rosbag_source`, without `rosbag:`."""
+    depth, tolerance = None, SYNC_TOLERANCE
+    if DEPTH_MARK in where:
+        where, _, rest = where.rpartition(DEPTH_MARK)
+        depth, _, tol = rest.rpartition(",")
+        tolerance = float(tol)
+    root, _, topic = where.rpartition("#")
+    return Path(root), topic, depth, tolerance
+
+
+def index_rosbag(catalog: Catalog, path: Path, topic: str, set_name: str, domain: str, *,
+                 depth_topic: str | None = None, tolerance: float = SYNC_TOLERANCE, tags: list[str] | None = None,
+                 workers: int | None = None, progress: Progress | None = None) -> IndexReport:
+    """Catalogue one image topic of a bag or folder of bags as one set (see `scan_rosbag`)."""
+    validate_set_name(set_name)  # before reading the bags; `index_entries` checks the domain
+    entries, warnings = scan_rosbag(path, topic, depth_topic=depth_topic, tolerance=tolerance)
+    root = Path(os.path.abspath(path))
+    return index_entries(catalog, set_name, domain, entries, source=rosbag_source(root, topic, depth_topic, tolerance),
+                         tags=tags, root=str(root.parent if root.is_file() else root), workers=workers,
+                         progress=progress, warnings=warnings)
