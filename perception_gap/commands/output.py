@@ -129,15 +129,14 @@ def say(args: argparse.Namespace, text: str = "") -> None:
 
 
 def fmt(x: Any, nd: int = 3) -> str:
-    if x is None:
+    """A number for the CLI's text: `nd` significant digits via perception_gap.wording.sig ("-" when absent)."""
+    from perception_gap.wording import sig
+
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            return "-"
-        return f"{x:.{nd}g}" if abs(x) < 1e4 else f"{x:.0f}"
     if isinstance(x, list):
         return "[" + ", ".join(fmt(v, nd) for v in x) + "]"
-    return str(x)
+    return sig(x, nd)
 
 
 def write_outputs(res: dict[str, Any], out_dir: Path, json_path: str | None) -> None:
