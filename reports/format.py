@@ -6,25 +6,15 @@ import json
 import math
 from typing import Any
 
-MISSING = "\u2014"  # em dash for a missing value
+from perception_gap.wording import MISSING, sig
+
+__all__ = ["MISSING", "ci", "compact", "num", "num_list", "signed"]
 
 
 def num(x: Any, nd: int = 3) -> str:
-    """A number for a table cell: fixed `nd` decimals for ordinary magnitudes, else 3 significant
-    digits; integers as they are; None, NaN and non-numbers as a dash or their text."""
-    if x is None:
-        return MISSING
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            return MISSING
-        if x == 0 or 10 ** -nd <= abs(x) < 1e5:
-            return f"{x:.{nd}f}"
-        return f"{x:.3g}"
-    return str(x)
+    """A number for a table cell: max(nd, 3) significant digits, trailing zeros kept (`0.520`), scientific
+    only below 1e-3 (perception_gap.wording.sig); None, NaN and non-numbers as a dash or their text."""
+    return sig(x, max(nd, 3), keep_zeros=True)
 
 
 def ci(low: Any, high: Any, level: Any = None, nd: int = 3) -> str:
@@ -39,9 +29,8 @@ def ci(low: Any, high: Any, level: Any = None, nd: int = 3) -> str:
 
 def signed(x: Any, nd: int = 3) -> str:
     """A difference with its sign (`+0.120`)."""
-    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
-        return f"{x:+.{nd}f}"
-    return num(x, nd)
+    t = num(x, nd)
+    return "+" + t if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0 else t
 
 
 def _short_floats(v: Any) -> Any:

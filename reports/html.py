@@ -8,6 +8,7 @@ Plots are inline PNG data URIs; there is no JavaScript and no network reference.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -88,6 +89,19 @@ def _finding(f: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
             "evidence_more": max(0, len(ev) - lim["evidence"])}
 
 
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _gap_ci(e: Mapping[str, Any]) -> str:
+    """The distance's CI shifted by the noise floor (display arithmetic; the floor's own spread is not in it)."""
+    c, floor = _d(e.get("centroid_distance_norm_ci")), e.get("noise_floor")
+    if not (_finite(c.get("low")) and _finite(c.get("high"))):
+        return ""
+    f = floor if _finite(floor) else 0.0
+    return ci(c["low"] - f, c["high"] - f, c.get("level"))
+
+
 def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
     c = _d(e.get("centroid_distance_norm_ci"))
     pc, mmd, probe = _d(e.get("paired_cosine")), _d(e.get("mmd")), _d(e.get("probe"))
@@ -98,7 +112,8 @@ def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
         "family": e.get("family"), "dim": e.get("dim"),
         "cd": num(e.get("centroid_distance_norm")), "cd_ci": ci(c.get("low"), c.get("high"), c.get("level")),
         "floor": num(e.get("noise_floor")), "floor_method": e.get("noise_floor_method"),
-        "gap": signed(e.get("gap_above_floor")), "auc": num(e.get("domain_auc")),
+        "gap": signed(e.get("gap_above_floor")), "gap_ci": _gap_ci(e), "auc": num(e.get("domain_auc")),
+        "probe_warn": _finite(probe.get("sim_to_real")) and probe["sim_to_real"] <= 0,
         "mmd": num(mmd.get("value"), 4), "mmd_p": "p=" + num(mmd.get("p_value")),
         "pc": num(pc.get("mean")), "pc_shuffled": num(pc.get("shuffled_mean")), "clip_band": pc.get("clip_band"),
         "p_ss": num(probe.get("sim_to_sim")), "p_rr": num(probe.get("real_to_real")),

@@ -23,7 +23,9 @@ th{background:#f4f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums;wh
 .verdict .title{font-size:1.15em;font-weight:600;margin:.3em 0}.action{margin:.3em 0}
 .finding{border-left:4px solid #ccc;padding:.2em .8em;margin:.8em 0}
 .finding.bug{border-color:#c0392b}.finding.gap{border-color:#d9822b}.finding.info{border-color:#2b6cd9}
-code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;word-break:break-all}
+code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;overflow-wrap:anywhere}
+.name{overflow-wrap:normal;word-break:normal;hyphens:none}table.kv th{font-weight:500;white-space:nowrap}
+details>summary{cursor:pointer;color:#2b6cd9}
 .muted{color:#666;font-size:.85em}.front{color:#c0392b;font-weight:700}
 img.plot{max-width:100%;border:1px solid #eee;margin:.3em .5em .3em 0}
 .thumbs figure{display:inline-block;margin:.3em;font-size:.75em;max-width:170px}
@@ -101,15 +103,23 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <section id="encoders">
 <h2>Encoder ranking</h2>
 {% if encoders %}
+<p class="muted">Decisive columns first: the gap above the real-vs-real noise floor (lower is better), the sim&rarr;real probe R&sup2; (higher is better) and the domain AUC (0.5 = indistinguishable). Open a row's details for the rest.</p>
 <div class="wide"><table id="ranking">
-<tr><th>rank</th><th>front</th><th>encoder</th><th>family</th><th>dim</th><th>centroid dist. (norm) [CI]</th><th>noise floor</th><th>gap above floor</th><th>domain AUC</th><th>MMD (p)</th><th>paired cosine mean / shuffled</th><th>probe R² sim&rarr;sim</th><th>real&rarr;real</th><th>sim&rarr;real</th></tr>
+<tr><th>rank</th><th>encoder</th><th title="normalized centroid distance minus the noise floor; interval = the distance's bootstrap CI shifted by the floor">gap above floor [CI]</th><th>probe R&sup2; sim&rarr;real</th><th>domain AUC</th><th>details</th></tr>
 {% for e in encoders %}
-<tr class="enc-row"><td class="n">{{ e.rank }}{% if e.basis == "gap alone" %} <span class="muted" title="ranked on the gap alone">(gap alone)</span>{% endif %}</td><td>{% if e.front %}<span class="front" title="Pareto front">&#9733;</span>{% endif %}</td>
-<td class="mono">{{ e.name }}</td><td>{{ e.family }}</td><td class="n">{{ e.dim }}</td>
-<td class="n">{{ e.cd }} {{ e.cd_ci }}</td><td class="n">{{ e.floor }}{% if e.floor_method %} <span class="muted">({{ e.floor_method }})</span>{% endif %}</td>
-<td class="n">{{ e.gap }}</td><td class="n">{{ e.auc }}</td><td class="n">{{ e.mmd }} ({{ e.mmd_p }})</td>
-<td class="n">{{ e.pc }} / {{ e.pc_shuffled }}{% if e.clip_band %} <span class="badge sev-info">{{ e.clip_band }}</span>{% endif %}</td>
-<td class="n">{{ e.p_ss }}{% if e.probe_uninformative %} <span class="badge sev-info" title="sim-to-sim R² <= 0: the probe explains nothing and does not rank this encoder">uninformative</span>{% endif %}</td><td class="n">{{ e.p_rr }}</td><td class="n">{{ e.p_sr }}</td></tr>
+<tr class="enc-row"><td class="n">{{ e.rank }}{% if e.front %} <span class="front" title="Pareto front">&#9733;</span>{% endif %}{% if e.basis == "gap alone" %} <span class="muted" title="ranked on the gap alone">(gap alone)</span>{% endif %}</td>
+<td class="mono name">{{ e.name }}</td>
+<td class="n">{{ e.gap }} <span class="muted">{{ e.gap_ci }}</span></td>
+<td class="n">{{ e.p_sr }}{% if e.probe_uninformative %} <span class="badge sev-info" title="sim-to-sim R² <= 0: the probe explains nothing and does not rank this encoder">uninformative</span>{% elif e.probe_warn %} <span class="badge sev-gap" title="sim-to-real R² at or below 0: the probe predicts no better than the mean on real frames">R&sup2; &le; 0</span>{% endif %}</td>
+<td class="n">{{ e.auc }}</td>
+<td><details class="enc-details"><summary>more</summary><table class="kv">
+<tr><th>family / dim</th><td>{{ e.family }} / {{ e.dim }}</td></tr>
+<tr><th>centroid distance (norm.) [CI]</th><td class="n">{{ e.cd }} {{ e.cd_ci }}</td></tr>
+<tr><th>noise floor</th><td class="n">{{ e.floor }}{% if e.floor_method %} <span class="muted">({{ e.floor_method }})</span>{% endif %}</td></tr>
+<tr><th>MMD (permutation p)</th><td class="n">{{ e.mmd }} ({{ e.mmd_p }})</td></tr>
+<tr><th>paired cosine distance, mean / shuffled</th><td class="n">{{ e.pc }} / {{ e.pc_shuffled }}{% if e.clip_band %} <span class="badge sev-info">{{ e.clip_band }}</span>{% endif %}</td></tr>
+<tr><th>probe R&sup2; sim&rarr;sim / real&rarr;real</th><td class="n">{{ e.p_ss }} / {{ e.p_rr }}</td></tr>
+</table></details></td></tr>
 {% endfor %}
 </table></div>
 {% if encoders_more %}<p class="muted">&hellip; {{ encoders_more }} more encoders not shown.</p>{% endif %}

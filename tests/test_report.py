@@ -146,10 +146,11 @@ def _tags(html: str, name: str) -> list[str]:
 # -- formatting ------------------------------------------------------------------------------------------
 
 def test_number_and_ci_formatting():
-    assert num(0.0562551) == "0.056"
+    assert num(0.0562551) == "0.0563" and num(0.52) == "0.520" and num(-76496.3) == "-76,496"
     assert num(None) == num(float("nan")) == "\u2014"
     assert num(7) == "7"
-    assert ci(0.0388912, 0.0942373, 0.95) == "95% [0.039, 0.094]"
+    assert ci(0.0388912, 0.0942373, 0.95) == "95% [0.0389, 0.0942]"
+    assert num(5.57e-06) == "5.57e-6"
 
 
 # -- rendering from a realistic results dict -------------------------------------------------------------
@@ -167,11 +168,11 @@ def test_render_realistic_results(tmp_path):
     assert "badge sev-gap" in verdict and "Randomize light intensity" in verdict
     # ranking rows with CI, noise floor, probes, Pareto mark and the CLIP band
     ranking = html[html.index('id="ranking"'):]
-    ranking = ranking[:ranking.index("</table>")]
+    ranking = ranking[:ranking.index("</table></div>")]
     assert ranking.count('class="enc-row"') == 2
     assert "efficientnet-lite0" in ranking and "open_clip:ViT-B-32:laion2b" in ranking
-    assert "0.056 95% [0.039, 0.094]" in ranking
-    assert "0.081" in ranking and "(episodes)" in ranking and "p=0.478" in ranking
+    assert "0.0563 95% [0.0389, 0.0942]" in ranking
+    assert "0.0814" in ranking and "(episodes)" in ranking and "p=0.478" in ranking
     assert "0.520" in ranking and "0.620" in ranking  # probe sim->real of each encoder
     assert ranking.count('class="front"') == 1 and "watch" in ranking
     # scatter plot (probes exist) plus two statistics plots, each a PNG data URI
@@ -179,11 +180,11 @@ def test_render_realistic_results(tmp_path):
     assert len(pngs) == 3
     assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     # per-set statistics, detection numbers, differences with CI, flips, latching, data section
-    assert 'id="stats-table"' in html and "83.67" not in html and "80.00, 60.00, 40.00" in html
+    assert 'id="stats-table"' in html and "83.67" not in html and "80.0, 60.0, 40.0" in html
     assert "depth dropout mean / max" in html and "action min" in html
     coco = html[html.index('id="coco"'):]
     assert all(f"<th>{k}</th>" in coco for k in COCO)
-    assert "+0.123 95% [0.051, 0.205]" in html
+    assert "+0.123 95% [0.0512, 0.205]" in html
     assert 'id="flips"' in html and "<td class=\"n\">17</td>" in html
     assert 'id="latching"' in html and "truncated PNG" in html and "bicubic" in html
     out = write_report(res, tmp_path / "sub" / "report.html")
@@ -374,7 +375,7 @@ def test_ranking_shows_reference_and_uninformative_probe():
     res["encoders"] = [res["encoders"][0], weak, pixel]
     html = render_report(res)
     ranking = html[html.index('id="ranking"'):]
-    ranking = ranking[:ranking.index("</table>")]
+    ranking = ranking[:ranking.index("</table></div>")]
     rows = ranking.split('class="enc-row"')[1:]
     pixel_row = next(r for r in rows if ">pixel<" in r)
     weak_row = next(r for r in rows if "weak-enc" in r)
