@@ -63,3 +63,28 @@ def num_list(values: Any, nd: int = 2) -> str:
     if not isinstance(values, (list, tuple)):
         return num(values, nd)
     return ", ".join(num(v, nd) for v in values)
+
+
+def depth_unit(depth: Any) -> tuple[float | None, str]:
+    """(units per metre, native unit name) of a set's `depth` summary: the declared unit when there is
+    one, else the unit most of its frames were inferred to be in; (None, "unknown") otherwise."""
+    from perception_gap.diagnoses.depth import DEPTH_UNIT_NAMES
+
+    d = depth if isinstance(depth, dict) else {}
+    names = {v: k for k, v in DEPTH_UNIT_NAMES.items()}
+    declared = d.get("declared_units_per_m") or []
+    if declared and isinstance(declared[0], (int, float)) and math.isfinite(declared[0]) and declared[0] > 0:
+        u = float(declared[0])
+        return u, names.get(u, f"1/{u:g} m")
+    inferred = d.get("inferred_units") if isinstance(d.get("inferred_units"), dict) else {}
+    best = max(((n, k) for k, n in inferred.items() if k in DEPTH_UNIT_NAMES), default=None)
+    if best is None:
+        return None, "unknown"
+    return DEPTH_UNIT_NAMES[best[1]], best[1]
+
+
+def metres(value: Any, units_per_m: float | None) -> str:
+    """A native depth value in metres (`0.543 m`); the dash when the unit is unknown."""
+    if units_per_m is None or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return MISSING
+    return f"{num(value / units_per_m)} m"

@@ -194,10 +194,10 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% for s in skipped %}<tr><td class="mono">{{ s.set }}</td><td class="mono">{{ s.path }}</td><td>{{ s.status }}</td><td>{{ s.reason }}</td></tr>{% endfor %}
 </table>{% if skipped_more %}<p class="muted">&hellip; and {{ skipped_more }} more skipped frames not listed.</p>{% endif %}
 {% else %}<p>None.</p>{% endif %}
-<h3>Encoders and their preprocessing</h3>
+{% if kind == "run" and encoders %}<h3>Encoders and their preprocessing</h3>
 <table id="preproc"><tr><th>encoder</th><th>fingerprint</th><th>sim / real embedded</th><th>skipped</th><th>preprocessing</th></tr>
 {% for e in encoders %}<tr><td class="mono">{{ e.name }}</td><td class="mono">{{ e.fingerprint }}</td><td class="n">{{ e.n_sim }} / {{ e.n_real }}</td><td class="n">{{ e.n_skipped }}</td><td class="mono">{{ e.preprocessing }}</td></tr>{% endfor %}
-</table>
+</table>{% endif %}
 <h3>Configuration</h3>
 <table id="config">{% for k, v in config %}<tr><td class="mono">{{ k }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
 <tr><td class="mono">version</td><td class="mono">{{ version }}</td></tr></table>

@@ -175,9 +175,10 @@ def test_render_realistic_results(tmp_path):
     assert "0.0814" in ranking and "(episodes)" in ranking and "p=0.478" in ranking
     assert "0.520" in ranking and "0.620" in ranking  # probe sim->real of each encoder
     assert ranking.count('class="front"') == 1 and "watch" in ranking
-    # scatter plot (probes exist) plus two statistics plots, each a PNG data URI
+    # scatter plot (probes exist; SVG) plus two statistics plots, each a PNG data URI
     pngs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
-    assert len(pngs) == 3
+    svgs = re.findall(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(pngs) == 2 and len(svgs) == 1 and base64.b64decode(svgs[0]).startswith(b"<?xml")
     assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     # per-set statistics, detection numbers, differences with CI, flips, latching, data section
     assert 'id="stats-table"' in html and "83.67" not in html and "80.0, 60.0, 40.0" in html
@@ -244,7 +245,8 @@ def test_hostile_names_are_escaped():
     tags = _parsed_tags(html)
     assert "script" not in {t for t, _ in tags}
     assert [(t, a) for t, attrs in tags for a, _ in attrs if a.startswith("on")] == []  # no event handler
-    assert all(v.startswith("data:image/png;base64,") for t, attrs in tags if t == "img" for a, v in attrs if a == "src")
+    assert all(v.startswith(("data:image/png;base64,", "data:image/svg+xml;base64,"))
+               for t, attrs in tags if t == "img" for a, v in attrs if a == "src")
     assert re.findall(r"(?i)<img[^>]*onerror", html) == []
     escaped = "&lt;script&gt;document.title=&#34;PWNED&#34;&lt;/script&gt;"
     assert escaped in html
