@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from jinja2 import Environment
 from markupsafe import Markup
 
-from reports import plots, scatter
+from reports import evidence, plots, scatter
 from reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, signed
 from reports.template import TEMPLATE
 
@@ -65,28 +65,11 @@ def _sev(f: Mapping[str, Any]) -> str:
     return s if s in SEVERITIES else "info"
 
 
-def _flat_evidence(evidence: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """Evidence rows, a nested table opened one level (`ci.low`, `flips.n_pairs`, ...); lists of
-    records (flip examples) are left to their own section and only counted here."""
-    rows: list[tuple[str, Any]] = []
-    for k, v in evidence.items():
-        if isinstance(v, Mapping):
-            for k2, v2 in v.items():
-                if isinstance(v2, list) and v2 and all(isinstance(x, Mapping) for x in v2):
-                    rows.append((f"{k}.{k2}", f"{len(v2)} (listed below)"))
-                else:
-                    rows.append((f"{k}.{k2}", v2))
-        else:
-            rows.append((str(k), v))
-    return rows
-
-
 def _finding(f: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
-    ev = _flat_evidence(_d(f.get("evidence")))
+    top, rest, more = evidence.rows(_d(f.get("evidence")), lim["text"], lim["evidence"])
     return {"severity": f.get("severity", "info"), "sev_class": _sev(f), "code": f.get("code"),
             "title": f.get("title"), "action": f.get("action"),
-            "evidence": [(str(k), compact(v, lim["text"])) for k, v in ev[: lim["evidence"]]],
-            "evidence_more": max(0, len(ev) - lim["evidence"])}
+            "evidence": top, "evidence_rest": rest, "evidence_more": more}
 
 
 def _finite(x: Any) -> bool:
@@ -273,8 +256,8 @@ def _worst_pairs(results: Mapping[str, Any], max_pairs: int) -> dict[str, Any] |
         w = _d(w)
         strip = plots.pair_strip(str(w.get("sim_path")), str(w.get("real_path")))
         if strip is not None:
-            rows.append({"sim": strip[0], "real": strip[1], "diff": strip[2], "key": w.get("pair_key"),
-                         "distance": num(w.get("cosine_distance"))})
+            rows.append({"sim": strip[0], "real": strip[1], "diff": strip[2], "gain": f"{strip[3]:g}",
+                         "key": w.get("pair_key"), "distance": num(w.get("cosine_distance"))})
     return {"encoder": enc.get("name"), "rows": rows} if rows else None
 
 

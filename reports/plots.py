@@ -126,25 +126,32 @@ def thumbnail(path: str, max_side: int = 160) -> Markup | None:
     return Markup("data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
 
 
-def pair_strip(sim_path: str, real_path: str, max_side: int = 160) -> tuple[Markup, Markup, Markup] | None:
-    """(sim, real, |sim - real|) JPEG data URIs of a pair at one thumbnail size, for display only;
+def pair_strip(sim_path: str, real_path: str, max_side: int = 160) -> tuple[Markup, Markup, Markup, float] | None:
+    """(sim, real, amplified |sim - real|, gain) for a pair at one thumbnail size, for display only.
+
+    The difference is multiplied by `gain` = 255 / its 99th percentile (between 1 and 32), so that
+    the largest differences show white instead of a near-black image; the report states the gain.
     None when either file cannot be read."""
     try:
-        from PIL import Image, ImageChops
+        import numpy as np
+        from PIL import Image
 
         with Image.open(sim_path) as a, Image.open(real_path) as b:
             a, b = a.convert("RGB"), b.convert("RGB")
         a.thumbnail((max_side, max_side))
         b = b.resize(a.size)
-        diff = ImageChops.difference(a, b)
+        diff = np.abs(np.asarray(a, np.int16) - np.asarray(b, np.int16))
+        p99 = float(np.percentile(diff, 99))
+        gain = round(min(32.0, max(1.0, 255.0 / p99)) if p99 > 0 else 1.0, 1)
+        amp = Image.fromarray(np.clip(diff * gain, 0, 255).astype(np.uint8))
         out = []
-        for im in (a, b, diff):
+        for im in (a, b, amp):
             buf = io.BytesIO()
             im.save(buf, format="JPEG", quality=75)
             out.append(Markup("data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")))
     except Exception:  # an unreadable frame must never break the report
         return None
-    return out[0], out[1], out[2]
+    return out[0], out[1], out[2], gain
 
 
 def pca_scatter(encoders: Sequence[dict[str, Any]], names: tuple[str, str],

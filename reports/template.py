@@ -29,6 +29,9 @@ details>summary{cursor:pointer;color:#2b6cd9}
 .muted{color:#666;font-size:.85em}.front{color:#c0392b;font-weight:700}
 img.plot{max-width:100%;border:1px solid #eee;margin:.3em .5em .3em 0}
 .thumbs figure{display:inline-block;margin:.3em;font-size:.75em;max-width:170px}
+.pairs{display:grid;grid-template-columns:repeat(auto-fill,minmax(500px,1fr));gap:.6em 1.2em}
+.pair{display:grid;grid-template-columns:repeat(3,160px);gap:6px}.pair figure{margin:0;font-size:.75em;min-width:0}
+.pair img{display:block;max-width:160px}.pair figcaption{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.nw{white-space:nowrap}
 nav a{margin-right:1em}.wide{overflow-x:auto}
 </style>
 </head>
@@ -90,10 +93,13 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <div class="finding {{ f.sev_class }}">
 <h3>{{ loop.index }}. <span class="badge sev-{{ f.sev_class }}">{{ f.severity }}</span> <code>{{ f.code }}</code> {{ f.title }}</h3>
 <div class="action"><strong>Action:</strong> {{ f.action }}</div>
-{% if f.evidence %}<table class="evidence"><tr><th>evidence</th><th>value</th></tr>
-{% for k, v in f.evidence %}<tr><td class="mono">{{ k }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
+{% if f.evidence or f.evidence_rest %}<table class="evidence"><tr><th>evidence</th><th>value</th></tr>
+{% for lab, k, v in f.evidence %}<tr><td title="{{ k }}">{{ lab }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
+</table>
+{% if f.evidence_rest %}<details class="evidence-more"><summary>{{ f.evidence_rest|length }} more evidence values</summary><table class="evidence">
+{% for lab, k, v in f.evidence_rest %}<tr><td title="{{ k }}">{{ lab }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
 {% if f.evidence_more %}<tr><td colspan="2" class="muted">&hellip; {{ f.evidence_more }} more</td></tr>{% endif %}
-</table>{% endif %}
+</table></details>{% endif %}{% endif %}
 </div>
 {% endfor %}
 {% if findings_more %}<p class="muted">&hellip; {{ findings_more }} more findings not shown.</p>{% endif %}
@@ -173,8 +179,10 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% endif %}
 
 {% if worst %}
-<section id="worst-pairs"><h2>Worst pairs ({{ worst.encoder }}, farthest first)</h2><div class="thumbs">
-{% for w in worst.rows %}<div class="pair"><figure><img alt="sim" src="{{ w.sim }}"><figcaption class="mono">sim {{ w.key }}</figcaption></figure><figure><img alt="real" src="{{ w.real }}"><figcaption class="mono">real, cosine distance {{ w.distance }}</figcaption></figure><figure><img alt="difference" src="{{ w.diff }}"><figcaption class="mono">|sim - real|</figcaption></figure></div>{% endfor %}
+<section id="worst-pairs"><h2>Worst pairs ({{ worst.encoder }}, farthest first)</h2>
+<p class="muted">Each row: sim frame, real frame, and |sim &minus; real| per pixel multiplied by the gain written under it (white = a difference of 255/gain levels or more).</p>
+<div class="pairs">
+{% for w in worst.rows %}<div class="pair"><figure><img alt="sim" src="{{ w.sim }}"><figcaption class="mono" title="{{ w.key }}">sim {{ w.key }}</figcaption></figure><figure><img alt="real" src="{{ w.real }}"><figcaption>real, cos. dist. <span class="nw">{{ w.distance }}</span></figcaption></figure><figure><img alt="difference" src="{{ w.diff }}"><figcaption>|sim &minus; real| <span class="nw">&times;{{ w.gain }}</span></figcaption></figure></div>{% endfor %}
 </div></section>
 {% endif %}
 {% if thumbs %}

@@ -110,3 +110,36 @@ def test_depth_percentiles_in_metres_with_native_unit(depth_html):
     assert "depth percentiles (m)" in table
     assert "p50 0.543 m (native unit m)" in table and "p50 0.543 m (native unit mm)" in table
     assert 'alt="statistics plot"' in depth_html
+
+
+def test_worst_pair_difference_amplified_with_its_gain_stated(tmp_path):
+    from reports.plots import pair_strip
+
+    base = np.random.default_rng(0).integers(20, 200, (60, 80, 3)).astype(np.uint8)
+    Image.fromarray(base).save(tmp_path / "s.png")
+    Image.fromarray(base + 8).save(tmp_path / "r.png")  # every pixel differs by exactly 8 levels
+    *_, diff, gain = pair_strip(str(tmp_path / "s.png"), str(tmp_path / "r.png"))
+    assert gain == 31.9  # 255 / 8, to one decimal
+    with Image.open(io.BytesIO(base64.b64decode(str(diff).split(",", 1)[1]))) as im:
+        assert np.asarray(im.convert("L")).mean() > 240  # near white, not near black (8 levels unamplified)
+    res = {"findings": [], "sets": {}, "encoders": [{"name": "pixel", "rank": 1, "worst_pairs": [
+        {"pair_key": "ep0_001", "sim_path": str(tmp_path / "s.png"), "real_path": str(tmp_path / "r.png"),
+         "cosine_distance": 0.0123}]}]}
+    html = render_report(res)
+    worst = html[html.index('id="worst-pairs"'):]
+    assert "&times;31.9" in worst and '<span class="nw">0.0123</span>' in worst
+
+
+def test_evidence_human_labels_telling_numbers_first_rest_folded():
+    ev = {"basis": "pairs", "n_pairs": 59, "stops_sim_minus_real": -0.7154, "luminance_ratio_sim_over_real": 0.609,
+          "threshold_stops": 0.3, "stops_iqr": [-0.72, -0.71], "sim_linear_luminance": 0.1, "real_linear_luminance": 0.16,
+          "flips": {"sim_only": 17, "examples": [{"kind": "sim_only"}]}}
+    html = render_report({"findings": [{"code": "brightness", "severity": "gap", "title": "t", "action": "a",
+                                        "evidence": ev}], "sets": {}, "encoders": []})
+    f = html[html.index('id="findings"'):]
+    shown, folded = f[:f.index("<details")], f[f.index("<details"):f.index("</details>")]
+    assert '<td title="stops_sim_minus_real">exposure, sim \u2212 real (stops)</td>' in shown
+    assert "luminance, sim / real (ratio)" in shown and "sim linear luminance" in shown
+    assert "compared on" in folded and "threshold stops" in folded and "flips: sim only" in folded
+    assert "1 (listed below)" in folded and "6 more evidence values" in folded
+    assert shown.index("exposure, sim") < shown.index("luminance, sim / real")  # results order kept
