@@ -52,7 +52,7 @@ def compact(v: Any, limit: int = 400) -> str:
         except (TypeError, ValueError):
             s = str(v)
     elif isinstance(v, float):
-        s = num(v, 4)
+        s = sig(v, 4)
     else:
         s = MISSING if v is None else str(v)
     return s if len(s) <= limit else s[: limit - 1] + "\u2026"
