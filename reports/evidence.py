@@ -9,7 +9,8 @@ and the rest fold into a `<details>` block.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from reports.format import compact
 

@@ -6,14 +6,18 @@ import json
 import math
 from typing import Any
 
-from perception_gap.wording import MISSING, sig
+from reports.wording import MISSING, sig
 
 __all__ = ["MISSING", "ci", "compact", "num", "num_list", "signed"]
+
+# Depth units per metre by name, as perception_gap.diagnoses.depth.DEPTH_UNIT_NAMES (a test keeps
+# the two equal; reports does not import perception_gap).
+DEPTH_UNIT_NAMES = {"m": 1.0, "cm": 100.0, "mm": 1000.0, "1/5000 m (TUM)": 5000.0, "0.1 mm": 10000.0}
 
 
 def num(x: Any, nd: int = 3) -> str:
     """A number for a table cell: max(nd, 3) significant digits, trailing zeros kept (`0.520`), scientific
-    only below 1e-3 (perception_gap.wording.sig); None, NaN and non-numbers as a dash or their text."""
+    only below 1e-3 (reports.wording.sig); None, NaN and non-numbers as a dash or their text."""
     return sig(x, max(nd, 3), keep_zeros=True)
 
 
@@ -68,8 +72,6 @@ def num_list(values: Any, nd: int = 2) -> str:
 def depth_unit(depth: Any) -> tuple[float | None, str]:
     """(units per metre, native unit name) of a set's `depth` summary: the declared unit when there is
     one, else the unit most of its frames were inferred to be in; (None, "unknown") otherwise."""
-    from perception_gap.diagnoses.depth import DEPTH_UNIT_NAMES
-
     d = depth if isinstance(depth, dict) else {}
     names = {v: k for k, v in DEPTH_UNIT_NAMES.items()}
     declared = d.get("declared_units_per_m") or []

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from markupsafe import Markup
 
-from perception_gap.wording import sig
 from reports.plots import MAX_BARS, _figure, _label, _ok
+from reports.wording import sig
 
 R2_FLOOR = -1.0
 FONT = 8.0  # points

@@ -322,13 +322,21 @@ def _page_load_audit(tmp_path: Path, page: Path) -> tuple[list[str], list[str], 
     """
     net = tmp_path / "netlog.json"
     r = _chromium(tmp_path, page, "--enable-logging=stderr", "--v=0", f"--log-net-log={net}", "--dump-dom")
-    console = [ln for ln in r.stderr.splitlines() if ":CONSOLE" in ln]
-    log = json.loads(net.read_text())
+    return console_lines(r.stderr), page_requests(net), r.stdout
+
+
+def console_lines(stderr: str) -> list[str]:
+    """Console messages (and CSP refusals) from chromium's `--enable-logging=stderr` output."""
+    return [ln for ln in stderr.splitlines() if ":CONSOLE" in ln]
+
+
+def page_requests(netlog: Path) -> list[str]:
+    """URLs a `file://` page requested, from chromium's NetLog (the browser's own traffic left out)."""
+    log = json.loads(netlog.read_text())
     start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
-    urls = [e["params"]["url"] for e in log["events"]
+    return [e["params"]["url"] for e in log["events"]
             if e.get("type") == start and "file://" in str(e.get("params", {}).get("network_isolation_key", ""))
             and not e["params"].get("url", "").startswith(("file:", "data:"))]
-    return console, urls, r.stdout
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")

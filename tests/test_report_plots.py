@@ -31,7 +31,7 @@ def _svg(markup) -> str:
 
 def _points_and_labels(svg: str) -> tuple[dict[int, tuple[float, float]], dict[int, tuple[float, float, str]]]:
     pts = {int(i): (float(x), float(y)) for i, x, y in
-           re.findall(r'<g id="pt-(\d+)">.*?<use [^>]*?x="([-\d.]+)" y="([-\d.]+)"', svg, flags=re.S)}
+           re.findall(r'<g id="pt-(\d+)">.*?<use [^>]*?x="([-\d.]+)" y="([-\d.]+)"', svg, flags=re.DOTALL)}
     labels = {}
     for i, style, x, y, text in re.findall(r'<g id="label-(\d+)">\s*<text style="([^"]*)" x="([-\d.]+)" y="([-\d.]+)"'
                                            r'[^>]*>([^<]*)</text>', svg):
@@ -143,3 +143,10 @@ def test_evidence_human_labels_telling_numbers_first_rest_folded():
     assert "compared on" in folded and "threshold stops" in folded and "flips: sim only" in folded
     assert "1 (listed below)" in folded and "6 more evidence values" in folded
     assert shown.index("exposure, sim") < shown.index("luminance, sim / real")  # results order kept
+
+
+def test_report_depth_units_match_the_diagnoses():
+    from perception_gap.diagnoses.depth import DEPTH_UNIT_NAMES
+    from reports.format import DEPTH_UNIT_NAMES as REPORT_UNITS
+
+    assert REPORT_UNITS == DEPTH_UNIT_NAMES

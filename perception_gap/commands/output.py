@@ -129,8 +129,8 @@ def say(args: argparse.Namespace, text: str = "") -> None:
 
 
 def fmt(x: Any, nd: int = 3) -> str:
-    """A number for the CLI's text: `nd` significant digits via perception_gap.wording.sig ("-" when absent)."""
-    from perception_gap.wording import sig
+    """A number for the CLI's text: `nd` significant digits via reports.wording.sig ("-" when absent)."""
+    from reports.wording import sig
 
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
