@@ -194,6 +194,8 @@ def cosine_histograms(encoders: Sequence[dict[str, Any]]) -> Markup | None:
                 + [float(e["paired_cosine"]["shuffled_mean"]) for e in encs if _ok(e["paired_cosine"].get("shuffled_mean"))]
                 + [0.0])
     any_clip = any(e.get("family") == "clip" for e in encs)
+    from matplotlib.ticker import MaxNLocator
+
     fig = _figure(3.2 * len(encs), 2.8)
     first = None
     for k, e in enumerate(encs):
@@ -210,6 +212,7 @@ def cosine_histograms(encoders: Sequence[dict[str, Any]]) -> Markup | None:
                 ax.axvline(t, color=c, lw=1, ls="--")
         ax.set_title(_label(e.get("name"), 28), fontsize=9)
         ax.set_xlabel("cosine distance 1 − cos (unitless)", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
         if k == 0:
             ax.set_ylabel("pairs", fontsize=8)
             ax.legend(fontsize=7)

@@ -129,6 +129,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% endfor %}
 </table></div>
 {% if encoders_more %}<p class="muted">&hellip; {{ encoders_more }} more encoders not shown.</p>{% endif %}
+{% set weak = encoders|selectattr("probe_warn")|map(attribute="name")|list %}{% if weak %}<p class="probe-warning"><span class="badge sev-gap">R&sup2; &le; 0</span> Sim&rarr;real probe R&sup2; at or below 0 for <span class="mono name">{{ weak|join(", ") }}</span>: the probe predicts the real targets no better than their mean, so the probe axis does not separate these encoders; read their gap alone.</p>{% endif %}
 {% for e in encoders if e.insufficient %}<p class="muted"><span class="mono">{{ e.name }}</span> not computed: {% for k, v in e.insufficient %}{{ k }} ({{ v }}){% if not loop.last %}; {% endif %}{% endfor %}</p>{% endfor %}
 {% if plot_encoders %}<img class="plot" alt="encoder plot" src="{{ plot_encoders }}">{% endif %}
 {% for p in extra_plots %}<img class="plot" alt="encoder plot" src="{{ p }}">{% endfor %}

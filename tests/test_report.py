@@ -384,3 +384,21 @@ def test_ranking_shows_reference_and_uninformative_probe():
     assert '<td class="n">reference</td>' in pixel_row
     assert "uninformative" in weak_row and "(gap alone)" in weak_row
     assert not any("uninformative" in r or "gap alone" in r for r in rows if "weak-enc" not in r)
+
+
+def test_ranking_decisive_columns_first_and_probe_at_or_below_zero_warned():
+    res = make_results()
+    res["encoders"][1]["probe"] = {**res["encoders"][1]["probe"], "sim_to_real": -0.031}
+    html = render_report(res)
+    ranking = html[html.index('id="ranking"'):]
+    header = ranking[:ranking.index("</tr>")]
+    cols = re.findall(r"<th[^>]*>(.*?)</th>", header)
+    assert cols[:5] == ["rank", "encoder", "gap above floor [CI]", "probe R&sup2; sim&rarr;real", "domain AUC"]
+    rows = ranking[:ranking.index("</table></div>")].split('class="enc-row"')[1:]
+    # gap 0.0749 = -0.0251 + 0.1; its CI = the distance CI minus the floor 0.0813979
+    assert "+0.0749" in rows[0] and "95% [-0.0425, 0.0128]" in rows[0]
+    assert "R&sup2; &le; 0" not in rows[0] and "R&sup2; &le; 0" in rows[1]
+    warning = html[html.index('class="probe-warning"'):]
+    assert "open_clip:ViT-B-32:laion2b" in warning[:warning.index("</p>")]
+    assert "efficientnet-lite0" not in warning[:warning.index("</p>")]
+    assert 'class="mono name"' in rows[0] and "<details" in rows[0]  # names kept whole, the rest folded
