@@ -150,3 +150,16 @@ def test_report_depth_units_match_the_diagnoses():
     from reports.format import DEPTH_UNIT_NAMES as REPORT_UNITS
 
     assert REPORT_UNITS == DEPTH_UNIT_NAMES
+
+
+def test_screen_and_drift_reports_colour_by_set_not_by_domain():
+    from reports.html import _set_colours
+
+    drift = {"drift": {"baseline": "week1", "current": "week2"}}
+    assert _set_colours(drift, None, None, ["week2", "week1"]) == {"week1": PALETTE[0], "week2": PALETTE[1]}
+    screen = {"config": {"kind": "screen"}, "screen": {"ranking": [{"set": "r2"}, {"set": "r1"}, {"set": "r3"}]}}
+    got = _set_colours(screen, None, "real", ["r1", "r2", "r3", "real"])
+    assert got["real"] == PALETTE[0] and len({got["r1"], got["r2"], got["r3"], got["real"]}) == 4
+    # no per-encoder preprocessing table of dashes in a screen report
+    html = render_report({**screen, "findings": [], "sets": {}, "encoders": [{"name": "lite0"}]})
+    assert 'id="preproc"' not in html and "\u2014 / \u2014" not in html
