@@ -6,25 +6,19 @@ import json
 import math
 from typing import Any
 
-MISSING = "\u2014"  # em dash for a missing value
+from reports.wording import MISSING, sig
+
+__all__ = ["MISSING", "ci", "compact", "num", "num_list", "signed"]
+
+# Depth units per metre by name, as perception_gap.diagnoses.depth.DEPTH_UNIT_NAMES (a test keeps
+# the two equal; reports does not import perception_gap).
+DEPTH_UNIT_NAMES = {"m": 1.0, "cm": 100.0, "mm": 1000.0, "1/5000 m (TUM)": 5000.0, "0.1 mm": 10000.0}
 
 
 def num(x: Any, nd: int = 3) -> str:
-    """A number for a table cell: fixed `nd` decimals for ordinary magnitudes, else 3 significant
-    digits; integers as they are; None, NaN and non-numbers as a dash or their text."""
-    if x is None:
-        return MISSING
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            return MISSING
-        if x == 0 or 10 ** -nd <= abs(x) < 1e5:
-            return f"{x:.{nd}f}"
-        return f"{x:.3g}"
-    return str(x)
+    """A number for a table cell: max(nd, 3) significant digits, trailing zeros kept (`0.520`), scientific
+    only below 1e-3 (reports.wording.sig); None, NaN and non-numbers as a dash or their text."""
+    return sig(x, max(nd, 3), keep_zeros=True)
 
 
 def ci(low: Any, high: Any, level: Any = None, nd: int = 3) -> str:
@@ -39,9 +33,8 @@ def ci(low: Any, high: Any, level: Any = None, nd: int = 3) -> str:
 
 def signed(x: Any, nd: int = 3) -> str:
     """A difference with its sign (`+0.120`)."""
-    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
-        return f"{x:+.{nd}f}"
-    return num(x, nd)
+    t = num(x, nd)
+    return "+" + t if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0 else t
 
 
 def _short_floats(v: Any) -> Any:
@@ -63,7 +56,7 @@ def compact(v: Any, limit: int = 400) -> str:
         except (TypeError, ValueError):
             s = str(v)
     elif isinstance(v, float):
-        s = num(v, 4)
+        s = sig(v, 4)
     else:
         s = MISSING if v is None else str(v)
     return s if len(s) <= limit else s[: limit - 1] + "\u2026"
@@ -74,3 +67,26 @@ def num_list(values: Any, nd: int = 2) -> str:
     if not isinstance(values, (list, tuple)):
         return num(values, nd)
     return ", ".join(num(v, nd) for v in values)
+
+
+def depth_unit(depth: Any) -> tuple[float | None, str]:
+    """(units per metre, native unit name) of a set's `depth` summary: the declared unit when there is
+    one, else the unit most of its frames were inferred to be in; (None, "unknown") otherwise."""
+    d = depth if isinstance(depth, dict) else {}
+    names = {v: k for k, v in DEPTH_UNIT_NAMES.items()}
+    declared = d.get("declared_units_per_m") or []
+    if declared and isinstance(declared[0], (int, float)) and math.isfinite(declared[0]) and declared[0] > 0:
+        u = float(declared[0])
+        return u, names.get(u, f"1/{u:g} m")
+    inferred = d.get("inferred_units") if isinstance(d.get("inferred_units"), dict) else {}
+    best = max(((n, k) for k, n in inferred.items() if k in DEPTH_UNIT_NAMES), default=None)
+    if best is None:
+        return None, "unknown"
+    return DEPTH_UNIT_NAMES[best[1]], best[1]
+
+
+def metres(value: Any, units_per_m: float | None) -> str:
+    """A native depth value in metres (`0.543 m`); the dash when the unit is unknown."""
+    if units_per_m is None or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return MISSING
+    return f"{num(value / units_per_m)} m"

@@ -8,6 +8,7 @@ Plots are inline PNG data URIs; there is no JavaScript and no network reference.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -16,8 +17,8 @@ from typing import Any, Mapping
 from jinja2 import Environment
 from markupsafe import Markup
 
-from reports import plots
-from reports.format import MISSING, ci, compact, num, num_list, signed
+from reports import evidence, plots, scatter
+from reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, signed
 from reports.template import TEMPLATE
 
 logger = logging.getLogger(__name__)
@@ -64,28 +65,24 @@ def _sev(f: Mapping[str, Any]) -> str:
     return s if s in SEVERITIES else "info"
 
 
-def _flat_evidence(evidence: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """Evidence rows, a nested table opened one level (`ci.low`, `flips.n_pairs`, ...); lists of
-    records (flip examples) are left to their own section and only counted here."""
-    rows: list[tuple[str, Any]] = []
-    for k, v in evidence.items():
-        if isinstance(v, Mapping):
-            for k2, v2 in v.items():
-                if isinstance(v2, list) and v2 and all(isinstance(x, Mapping) for x in v2):
-                    rows.append((f"{k}.{k2}", f"{len(v2)} (listed below)"))
-                else:
-                    rows.append((f"{k}.{k2}", v2))
-        else:
-            rows.append((str(k), v))
-    return rows
-
-
 def _finding(f: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
-    ev = _flat_evidence(_d(f.get("evidence")))
+    top, rest, more = evidence.rows(_d(f.get("evidence")), lim["text"], lim["evidence"])
     return {"severity": f.get("severity", "info"), "sev_class": _sev(f), "code": f.get("code"),
             "title": f.get("title"), "action": f.get("action"),
-            "evidence": [(str(k), compact(v, lim["text"])) for k, v in ev[: lim["evidence"]]],
-            "evidence_more": max(0, len(ev) - lim["evidence"])}
+            "evidence": top, "evidence_rest": rest, "evidence_more": more}
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _gap_ci(e: Mapping[str, Any]) -> str:
+    """The distance's CI shifted by the noise floor (display arithmetic; the floor's own spread is not in it)."""
+    c, floor = _d(e.get("centroid_distance_norm_ci")), e.get("noise_floor")
+    if not (_finite(c.get("low")) and _finite(c.get("high"))):
+        return ""
+    f = floor if _finite(floor) else 0.0
+    return ci(c["low"] - f, c["high"] - f, c.get("level"))
 
 
 def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
@@ -98,7 +95,8 @@ def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
         "family": e.get("family"), "dim": e.get("dim"),
         "cd": num(e.get("centroid_distance_norm")), "cd_ci": ci(c.get("low"), c.get("high"), c.get("level")),
         "floor": num(e.get("noise_floor")), "floor_method": e.get("noise_floor_method"),
-        "gap": signed(e.get("gap_above_floor")), "auc": num(e.get("domain_auc")),
+        "gap": signed(e.get("gap_above_floor")), "gap_ci": _gap_ci(e), "auc": num(e.get("domain_auc")),
+        "probe_warn": _finite(probe.get("sim_to_real")) and probe["sim_to_real"] <= 0,
         "mmd": num(mmd.get("value"), 4), "mmd_p": "p=" + num(mmd.get("p_value")),
         "pc": num(pc.get("mean")), "pc_shuffled": num(pc.get("shuffled_mean")), "clip_band": pc.get("clip_band"),
         "p_ss": num(probe.get("sim_to_sim")), "p_rr": num(probe.get("real_to_real")),
@@ -140,8 +138,7 @@ def _stat_rows(stats: Mapping[str, Any], names: list[str]) -> list[tuple[str, li
         row(k.replace("_", " "), lambda s, k=k: num(s.get(k), 4))
     row("depth dtypes / units", lambda s: (mapping(_d(s.get("depth")).get("dtypes")) + "; "
                                            + mapping(_d(s.get("depth")).get("inferred_units"))) if s.get("depth") else MISSING)
-    row("depth percentiles", lambda s: ", ".join(f"{k} {num(v, 3)}" for k, v in
-                                                 _d(_d(s.get("depth")).get("percentiles")).items()) or MISSING)
+    row("depth percentiles (m)", _depth_percentiles)
     row("depth dropout mean / max", lambda s: f"{num(_d(s.get('depth')).get('dropout_mean'))} / "
                                               f"{num(_d(s.get('depth')).get('dropout_max'))}" if s.get("depth") else MISSING)
     for vec in ("action", "proprio"):
@@ -152,25 +149,38 @@ def _stat_rows(stats: Mapping[str, Any], names: list[str]) -> list[tuple[str, li
     return rows
 
 
-def _stats_plots(stats: Mapping[str, Any], names: list[str]) -> list[Markup]:
+def _depth_percentiles(s: Mapping[str, Any]) -> str:
+    """Depth percentiles in metres after unit resolution, the native unit named beside them."""
+    d = _d(s.get("depth"))
+    pcts = _d(d.get("percentiles"))
+    if not pcts:
+        return MISSING
+    per_m, unit = depth_unit(d)
+    if per_m is None:
+        return ", ".join(f"{k} {num(v)}" for k, v in pcts.items()) + " (native, unit unknown)"
+    return ", ".join(f"{k} {metres(v, per_m)}" for k, v in pcts.items()) + f" (native unit {unit})"
+
+
+def _stats_plots(stats: Mapping[str, Any], names: list[str], colours: dict[str, str]) -> list[Markup]:
     out = []
     dom = {n: _d(stats.get(n)).get("domain") for n in names}
     means = {n: _l(_d(stats.get(n)).get("channel_mean")) for n in names}
     nch = max((len(v) for v in means.values()), default=0)
     labels = ["R", "G", "B"] if nch == 3 else [f"c{i}" for i in range(nch)]
-    p = plots.grouped_bars("Per-channel mean (median over frames)", labels, means, "value (frame units)", dom)
+    p = plots.grouped_bars("Per-channel mean (median over frames)", labels, means, "mean value (native pixel units)",
+                           dom, colours)
     if p:
         out.append(p)
     lums = {n: _d(_d(stats.get(n)).get("lum_percentiles")) for n in names}
     keys = list(next((v for v in lums.values() if v), {}).keys())
     p = plots.grouped_bars("Luma percentiles", keys, {n: [v.get(k) for k in keys] for n, v in lums.items()},
-                           "luma", dom)
+                           "luma (native pixel units)", dom, colours)
     if p:
         out.append(p)
-    p = plots.channel_histograms({n: _d(_d(stats.get(n)).get("channel_hist")) for n in names}, dom)
+    p = plots.channel_histograms({n: _d(_d(stats.get(n)).get("channel_hist")) for n in names}, dom, colours)
     if p:
         out.append(p)
-    p = plots.depth_histograms({n: _d(_d(stats.get(n)).get("depth")) for n in names}, dom)
+    p = plots.depth_histograms({n: _d(_d(stats.get(n)).get("depth")) for n in names}, dom, colours)
     if p:
         out.append(p)
     return out
@@ -246,12 +256,12 @@ def _worst_pairs(results: Mapping[str, Any], max_pairs: int) -> dict[str, Any] |
         w = _d(w)
         strip = plots.pair_strip(str(w.get("sim_path")), str(w.get("real_path")))
         if strip is not None:
-            rows.append({"sim": strip[0], "real": strip[1], "diff": strip[2], "key": w.get("pair_key"),
-                         "distance": num(w.get("cosine_distance"))})
+            rows.append({"sim": strip[0], "real": strip[1], "diff": strip[2], "gain": f"{strip[3]:g}",
+                         "key": w.get("pair_key"), "distance": num(w.get("cosine_distance"))})
     return {"encoder": enc.get("name"), "rows": rows} if rows else None
 
 
-def _screen(scr: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any] | None:
+def _screen(scr: Mapping[str, Any], lim: Mapping[str, Any], colours: dict[str, str]) -> dict[str, Any] | None:
     views = [str(v) for v in _l(scr.get("views"))][: lim["encoders"]]
     ranking = []
     for r in _l(scr.get("ranking"))[: lim["sets"] * 4]:
@@ -269,7 +279,7 @@ def _screen(scr: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any] | 
                          "significant": "yes" if p.get("significant") else "no",
                          "per_view": [signed(_d(pv.get(v)).get("difference")) + ("*" if _d(pv.get(v)).get("significant") else "")
                                       for v in views]})
-    plot = plots.screen_distances(_l(scr.get("ranking")), views) if lim["plots"] else None
+    plot = plots.screen_distances(_l(scr.get("ranking")), views, colours) if lim["plots"] else None
     return {"closest": scr.get("closest"), "views": views, "ranking": ranking, "pairwise": pairwise,
             "ci_level": (f"{100 * scr['ci_level']:g}%" if isinstance(scr.get("ci_level"), (int, float)) else MISSING), "n_scenes": scr.get("n_scenes"), "baseline": scr.get("baseline"),
             "passed": bool(scr.get("passed")), "worse": ", ".join(str(w) for w in _l(scr.get("worse_than_baseline"))),
@@ -296,6 +306,15 @@ def _drift(dr: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
             "gates": gates, "history": history, "plot": plot}
 
 
+def _set_colours(results: Mapping[str, Any], sim: Any, real: Any, stat_names: list[str]) -> dict[str, str]:
+    """One colour per set for every plot of the report: the reference set (real; the drift baseline)
+    first, then the compared ones (sim; the drift's current set; each screened rendering)."""
+    dr, scr = _d(results.get("drift")), _d(results.get("screen"))
+    order = [dr.get("baseline"), dr.get("current"), real, sim]
+    order += [_d(r).get("set") for r in _l(scr.get("ranking"))] + list(stat_names)
+    return plots.set_colours([n for n in order if n is not None])
+
+
 def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]) -> dict[str, Any]:
     findings = [_d(f) for f in _l(results.get("findings"))]
     cfg = _d(results.get("config"))
@@ -308,21 +327,22 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
                    for name, rec in sets.items() for s in _l(_d(rec).get("skipped"))]
     sim = cfg.get("sim") or next((n for n, r in sets.items() if _d(r).get("domain") == "sim"), None)
     real = cfg.get("real") or next((n for n, r in sets.items() if _d(r).get("domain") == "real"), None)
+    colours = _set_colours(results, sim, real, stat_names)
     plot_enc = None
     if lim["plots"] and raw_enc:
         has_probe = any(_d(e.get("probe")).get("sim_to_real") is not None for e in raw_enc)
-        plot_enc = plots.gap_vs_probe(raw_enc) if has_probe else None
+        plot_enc = scatter.gap_vs_probe(raw_enc) if has_probe else None
         plot_enc = plot_enc or plots.gap_bars(raw_enc)
     extra_plots = []
     if lim["plots"] and raw_enc:
         encs = [_d(e) for e in raw_enc]
-        extra_plots = [p for p in (plots.pca_scatter(encs, (str(sim), str(real))), plots.cosine_histograms(encs))
+        extra_plots = [p for p in (plots.pca_scatter(encs, (str(sim), str(real)), colours), plots.cosine_histograms(encs))
                        if p is not None]
     det = results.get("detection")
     kind = cfg.get("kind") or ("screen" if "screen" in results else "drift" if "drift" in results else "run")
     scr, dr = results.get("screen"), results.get("drift")
     return {
-        "kind": kind, "screen": _screen(scr, lim) if isinstance(scr, Mapping) else None,
+        "kind": kind, "screen": _screen(scr, lim, colours) if isinstance(scr, Mapping) else None,
         "drift": _drift(dr, lim) if isinstance(dr, Mapping) else None,
         "sim": sim, "real": real, "version": results.get("version"), "run_id": results.get("run_id"),
         "verdict": _finding(findings[0], lim) if findings else None,
@@ -332,7 +352,7 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         "extra_plots": extra_plots,
         "stats_sets": [{"name": n, "domain": _d(stats[n]).get("domain")} for n in stat_names],
         "stats_rows": _stat_rows(stats, stat_names) if stat_names else [],
-        "stats_plots": _stats_plots(stats, stat_names) if stat_names and lim["plots"] else [],
+        "stats_plots": _stats_plots(stats, stat_names, colours) if stat_names and lim["plots"] else [],
         "detection": _detection(det, lim) if isinstance(det, Mapping) else None, "coco_names": COCO_NAMES,
         "thumbs": _thumbs(results, max_thumbs) if lim["plots"] else [],
         "worst": _worst_pairs(results, max_thumbs) if lim["plots"] else None,

@@ -15,8 +15,18 @@ from markupsafe import Markup
 
 DPI = 80
 MAX_BARS = 40
-SIM_COLOR = "#d9822b"
-REAL_COLOR = "#2b6cd9"
+# Okabe-Ito: distinguishable under the common colour-vision deficiencies. One colour per set, kept
+# the same in every plot of a report (see set_colours); the reference set (real, baseline) comes first.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")
+
+
+def set_colours(names: Sequence[Any]) -> dict[str, str]:
+    """A colour per set name in the order given (first = reference set), from PALETTE."""
+    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(dict.fromkeys(str(x) for x in names))}
+
+
+def _colour(colours: dict[str, str] | None, name: str, j: int) -> str:
+    return (colours or {}).get(name) or PALETTE[j % len(PALETTE)]
 
 
 def _ok(x: Any) -> bool:
@@ -44,44 +54,6 @@ def _png(fig) -> Markup:
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     # base64 output holds only [A-Za-z0-9+/=]: safe to mark up.
     return Markup("data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
-
-
-R2_FLOOR = -1.0  # probe R² below this is drawn on the floor, with its value
-
-
-def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
-    """Scatter of gap above the noise floor (x) against the sim->real probe R² (y), front marked."""
-    pts = []
-    for e in encoders[:MAX_BARS]:
-        x = e.get("gap_above_floor")
-        if not _ok(x):
-            x = e.get("centroid_distance_norm")
-        y = (e.get("probe") or {}).get("sim_to_real")
-        if _ok(x) and _ok(y):
-            pts.append((float(x), float(y), bool(e.get("pareto_front")), e.get("name", "?")))
-    if not pts:
-        return None
-    fig = _figure(6.4, 4.0)
-    ax = fig.add_subplot()
-    # R² is unbounded below (ridge extrapolating off-distribution can read -70,000): drawn to
-    # scale, one such point flattens every other; below R2_FLOOR points sit on the floor, marked.
-    shown = [(x, max(y, R2_FLOOR), front, name, y < R2_FLOOR, y) for x, y, front, name in pts]
-    for i, (x, y, front, name, clipped, raw) in enumerate(shown):
-        ax.scatter([x], [y], s=70 if front else 35, marker="v" if clipped else "*" if front else "o",
-                   color="#c0392b" if front else "#7f8c8d", zorder=3)
-        text = _label(name) + (f" (R² {raw:.3g})" if clipped else "")
-        ax.annotate(text, (x, y), textcoords="offset points", xytext=(5, (4, -11, 14)[i % 3]), fontsize=8)
-    ax.margins(x=0.12, y=0.12)
-    if any(c for *_, c, _ in shown):
-        ax.axhline(R2_FLOOR, color="#7f8c8d", lw=0.8, ls=":")
-    front = sorted((x, y) for x, y, f, _, _, _ in shown if f)
-    if len(front) > 1:
-        ax.plot([p[0] for p in front], [p[1] for p in front], color="#c0392b", lw=1, ls="--", zorder=2)
-    ax.set_xlabel("gap above noise floor (lower is better)")
-    ax.set_ylabel("probe R² sim\u2192real (higher is better)")
-    ax.set_title("Encoders: gap vs probe (stars: Pareto front)", fontsize=10)
-    ax.grid(alpha=0.3)
-    return _png(fig)
 
 
 def gap_bars(encoders: Sequence[dict[str, Any]]) -> Markup | None:
@@ -113,7 +85,7 @@ def gap_bars(encoders: Sequence[dict[str, Any]]) -> Markup | None:
 
 
 def grouped_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[Any]], ylabel: str,
-                 domains: dict[str, str] | None = None) -> Markup | None:
+                 domains: dict[str, str] | None = None, colours: dict[str, str] | None = None) -> Markup | None:
     """Grouped bars: one group per label in `groups`, one bar per series (set) in each group."""
     series = {k: v for k, v in list(series.items())[:6] if isinstance(v, (list, tuple)) and any(_ok(x) for x in v)}
     if not series or not groups:
@@ -122,10 +94,9 @@ def grouped_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[A
     fig = _figure(max(4.0, 0.35 * len(groups) * len(series) + 2), 3.2)
     ax = fig.add_subplot()
     width = 0.8 / len(series)
-    palette = ["#7f8c8d", "#27ae60", "#8e44ad", "#16a085"]
     for j, (name, vals) in enumerate(series.items()):
         dom = (domains or {}).get(name)
-        color = SIM_COLOR if dom == "sim" else REAL_COLOR if dom == "real" else palette[j % len(palette)]
+        color = _colour(colours, name, j)
         ys = [float(v) if _ok(v) else 0.0 for v in list(vals)[: len(groups)]]
         xs = [i + (j - (len(series) - 1) / 2) * width for i in range(len(ys))]
         ax.bar(xs, ys, width=width * 0.95, color=color, alpha=0.85 if dom else 0.7,
@@ -155,69 +126,101 @@ def thumbnail(path: str, max_side: int = 160) -> Markup | None:
     return Markup("data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
 
 
-def pair_strip(sim_path: str, real_path: str, max_side: int = 160) -> tuple[Markup, Markup, Markup] | None:
-    """(sim, real, |sim - real|) JPEG data URIs of a pair at one thumbnail size, for display only;
+def pair_strip(sim_path: str, real_path: str, max_side: int = 160) -> tuple[Markup, Markup, Markup, float] | None:
+    """(sim, real, amplified |sim - real|, gain) for a pair at one thumbnail size, for display only.
+
+    The difference is multiplied by `gain` = 255 / its 99th percentile (between 1 and 32), so that
+    the largest differences show white instead of a near-black image; the report states the gain.
     None when either file cannot be read."""
     try:
-        from PIL import Image, ImageChops
+        import numpy as np
+        from PIL import Image
 
         with Image.open(sim_path) as a, Image.open(real_path) as b:
             a, b = a.convert("RGB"), b.convert("RGB")
         a.thumbnail((max_side, max_side))
         b = b.resize(a.size)
-        diff = ImageChops.difference(a, b)
+        diff = np.abs(np.asarray(a, np.int16) - np.asarray(b, np.int16))
+        p99 = float(np.percentile(diff, 99))
+        gain = round(min(32.0, max(1.0, 255.0 / p99)) if p99 > 0 else 1.0, 1)
+        amp = Image.fromarray(np.clip(diff * gain, 0, 255).astype(np.uint8))
         out = []
-        for im in (a, b, diff):
+        for im in (a, b, amp):
             buf = io.BytesIO()
             im.save(buf, format="JPEG", quality=75)
             out.append(Markup("data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")))
     except Exception:  # an unreadable frame must never break the report
         return None
-    return out[0], out[1], out[2]
+    return out[0], out[1], out[2], gain
 
 
-def pca_scatter(encoders: Sequence[dict[str, Any]], names: tuple[str, str]) -> Markup | None:
-    """2-D PCA scatter of sim vs real per encoder, from the points listed in results."""
+def pca_scatter(encoders: Sequence[dict[str, Any]], names: tuple[str, str],
+                colours: dict[str, str] | None = None) -> Markup | None:
+    """2-D PCA scatter of sim vs real per encoder, from the points listed in results; each axis
+    states the share of variance its component explains when results hold it."""
     encs = [e for e in encoders if isinstance(e.get("pca_2d"), dict)][:6]
     if not encs:
         return None
     fig = _figure(3.2 * len(encs), 3.0)
     for k, e in enumerate(encs):
         ax = fig.add_subplot(1, len(encs), k + 1)
-        for side, colour, label in (("sim", "#e08a2e", names[0]), ("real", "#3b6fd8", names[1])):
+        for j, (side, label) in enumerate((("sim", names[0]), ("real", names[1]))):
             pts = [p for p in e["pca_2d"].get(side) or [] if isinstance(p, (list, tuple)) and len(p) == 2]
             if pts:
                 xs, ys = zip(*pts)
-                ax.scatter(xs, ys, s=6, alpha=0.6, c=colour, label=_label(label, 20))
+                ax.scatter(xs, ys, s=6, alpha=0.6, c=_colour(colours, label, 1 - j), label=_label(label, 20))
+        ev = e["pca_2d"].get("explained_variance") or []
+        for axis, i in ((ax.set_xlabel, 0), (ax.set_ylabel, 1)):
+            share = f" ({100 * ev[i]:.0f}% of variance)" if len(ev) > i and _ok(ev[i]) else ""
+            axis(f"PC{i + 1}{share}", fontsize=8)
         ax.set_title(_label(e.get("name"), 28), fontsize=9)
         ax.set_xticks([])
         ax.set_yticks([])
         if k == 0:
             ax.legend(fontsize=7)
-    fig.suptitle("2-D PCA of the embeddings (subsampled), sim vs real", fontsize=10)
+    fig.suptitle("2-D PCA of the standardized embeddings (subsampled), sim vs real", fontsize=10)
     fig.tight_layout()
     return _png(fig)
 
 
 def cosine_histograms(encoders: Sequence[dict[str, Any]]) -> Markup | None:
-    """Histogram of paired cosine distances per encoder (CLIP thresholds on CLIP-family ones)."""
-    encs = [e for e in encoders if isinstance((e.get("paired_cosine") or {}).get("histogram"), dict)][:6]
+    """Histogram of paired cosine distances per encoder on one shared x-scale, each panel with its
+    shuffled-pair mean (the no-correspondence reference); CLIP thresholds only on CLIP panels."""
+    encs = [e for e in encoders if isinstance((e.get("paired_cosine") or {}).get("histogram"), dict)
+            and len(e["paired_cosine"]["histogram"].get("edges") or []) == len(e["paired_cosine"]["histogram"].get("counts") or []) + 1][:6]
     if not encs:
         return None
+    right = max([float(x) for e in encs for x in e["paired_cosine"]["histogram"]["edges"] if _ok(x)]
+                + [float(e["paired_cosine"]["shuffled_mean"]) for e in encs if _ok(e["paired_cosine"].get("shuffled_mean"))]
+                + [0.0])
+    any_clip = any(e.get("family") == "clip" for e in encs)
+    from matplotlib.ticker import MaxNLocator
+
     fig = _figure(3.2 * len(encs), 2.8)
+    first = None
     for k, e in enumerate(encs):
-        h = e["paired_cosine"]["histogram"]
-        edges, counts = h.get("edges") or [], h.get("counts") or []
-        if len(edges) != len(counts) + 1:
-            continue
-        ax = fig.add_subplot(1, len(encs), k + 1)
-        ax.bar(edges[:-1], counts, width=[b - a for a, b in zip(edges[:-1], edges[1:])], align="edge", color="#3b6fd8")
+        pc = e["paired_cosine"]
+        edges, counts = pc["histogram"]["edges"], pc["histogram"]["counts"]
+        ax = fig.add_subplot(1, len(encs), k + 1, sharex=first)
+        first = first or ax
+        ax.bar(edges[:-1], counts, width=[b - a for a, b in zip(edges[:-1], edges[1:])], align="edge",
+               color=PALETTE[0], label="matched pairs")
+        if _ok(pc.get("shuffled_mean")):
+            ax.axvline(pc["shuffled_mean"], color="#000000", lw=1.2, ls="-.", label="shuffled pairs (mean)")
         if e.get("family") == "clip":
-            for t, c in ((0.20, "#2a9d46"), (0.25, "#e08a2e"), (0.30, "#c0392b")):
+            for t, c in ((0.20, "#009E73"), (0.25, "#E69F00"), (0.30, "#D55E00")):
                 ax.axvline(t, color=c, lw=1, ls="--")
         ax.set_title(_label(e.get("name"), 28), fontsize=9)
-        ax.set_xlabel("1 - cos (matched pairs)", fontsize=8)
-    fig.suptitle("Paired cosine distance per encoder (CLIP thresholds 0.20 / 0.25 / 0.30 on CLIP encoders)", fontsize=10)
+        ax.set_xlabel("cosine distance 1 − cos (unitless)", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        if k == 0:
+            ax.set_ylabel("pairs", fontsize=8)
+            ax.legend(fontsize=7)
+    first.set_xlim(0, right * 1.05 or 1.0)
+    title = "Paired cosine distance per encoder (shared scale; dash-dot: shuffled-pair reference)"
+    if any_clip:
+        title += "; CLIP panels: thresholds 0.20 / 0.25 / 0.30"
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return _png(fig)
 
@@ -227,7 +230,8 @@ def _step(ax, edges: Sequence[float], values: Sequence[Any], **kw) -> None:
     ax.stairs(ys, list(edges), **kw)
 
 
-def channel_histograms(hists: dict[str, dict[str, Any]], domains: dict[str, str]) -> Markup | None:
+def channel_histograms(hists: dict[str, dict[str, Any]], domains: dict[str, str],
+                       colours: dict[str, str] | None = None) -> Markup | None:
     """Per-channel value histograms, one panel per channel, sets overlaid (fractions of samples).
 
     `hists` maps set name -> its `channel_hist` entry (`full_scale`, `bins`, `channels`)."""
@@ -238,7 +242,6 @@ def channel_histograms(hists: dict[str, dict[str, Any]], domains: dict[str, str]
     nch = max(len(h["channels"]) for h in sets.values())
     labels = ["R", "G", "B"] if nch == 3 else [f"channel {i}" for i in range(nch)]
     fig = _figure(3.0 * nch, 2.6)
-    palette = ["#7f8c8d", "#27ae60", "#8e44ad", "#16a085"]
     for ch in range(nch):
         ax = fig.add_subplot(1, nch, ch + 1)
         for j, (name, h) in enumerate(sets.items()):
@@ -247,7 +250,7 @@ def channel_histograms(hists: dict[str, dict[str, Any]], domains: dict[str, str]
             vals = h["channels"][ch]
             edges = [i / len(vals) for i in range(len(vals) + 1)]
             dom = domains.get(name)
-            color = SIM_COLOR if dom == "sim" else REAL_COLOR if dom == "real" else palette[j % len(palette)]
+            color = _colour(colours, name, j)
             _step(ax, edges, vals, color=color, lw=1.5, label=_label(f"{name} ({dom})" if dom else name, 32))
         ax.set_title(labels[ch], fontsize=9)
         ax.set_xlabel("fraction of full scale", fontsize=8)
@@ -260,10 +263,15 @@ def channel_histograms(hists: dict[str, dict[str, Any]], domains: dict[str, str]
     return _png(fig)
 
 
-def depth_histograms(depths: dict[str, dict[str, Any]], domains: dict[str, str]) -> Markup | None:
-    """Histograms of valid depth on a log axis in each set's own units (unit in the legend).
+def depth_histograms(depths: dict[str, dict[str, Any]], domains: dict[str, str],
+                     colours: dict[str, str] | None = None) -> Markup | None:
+    """Histograms of valid depth in metres on a log axis, each set's bins converted from its own
+    unit (declared, else inferred; the native unit is named in the legend). Sets of unknown unit are
+    left out of the shared axis and named in the title.
 
     `depths` maps set name -> its `depth` summary (`log_hist`, `log_hist_range`, units)."""
+    from reports.format import depth_unit
+
     sets = {n: d for n, d in list(depths.items())[:6]
             if isinstance(d, dict) and isinstance(d.get("log_hist"), list) and d["log_hist"]
             and isinstance(d.get("log_hist_range"), list) and len(d["log_hist_range"]) == 2}
@@ -271,60 +279,64 @@ def depth_histograms(depths: dict[str, dict[str, Any]], domains: dict[str, str])
         return None
     fig = _figure(6.5, 2.8)
     ax = fig.add_subplot()
-    palette = ["#7f8c8d", "#27ae60", "#8e44ad", "#16a085"]
-    used = []
+    used, unknown = [], []
     for j, (name, d) in enumerate(sets.items()):
+        per_m, unit = depth_unit(d)
+        if per_m is None:
+            unknown.append(name)
+            continue
         lo, hi = d["log_hist_range"]
         vals = d["log_hist"]
-        edges = [10 ** (lo + (hi - lo) * i / len(vals)) for i in range(len(vals) + 1)]
+        edges = [10 ** (lo + (hi - lo) * i / len(vals)) / per_m for i in range(len(vals) + 1)]
         nz = [i for i, v in enumerate(vals) if _ok(v) and v > 0]
         if nz:
             used += [edges[nz[0]], edges[nz[-1] + 1]]
-        units = d.get("declared_units_per_m") or []
-        inferred = ", ".join(k for k in (d.get("inferred_units") or {}) if isinstance(k, str))
-        named = {1.0: "m", 100.0: "cm", 1000.0: "mm"}
-        if units and _ok(units[0]):
-            unit = named.get(float(units[0]), f"{units[0]:g} units/m")
-        else:
-            unit = f"inferred {inferred}" if inferred else "unit unknown"
         dom = domains.get(name)
-        color = SIM_COLOR if dom == "sim" else REAL_COLOR if dom == "real" else palette[j % len(palette)]
-        _step(ax, edges, vals, color=color, lw=1.5, label=_label(f"{name} ({dom}, {unit})", 48))
+        _step(ax, edges, vals, color=_colour(colours, name, j), lw=1.5,
+              label=_label(f"{name} ({dom}, native {unit})" if dom else f"{name} (native {unit})", 48))
+    if not used:
+        return None
     ax.set_xscale("log")
-    if used:
-        ax.set_xlim(min(used) / 1.5, max(used) * 1.5)
-    ax.set_xlabel("depth, each set's own units (log scale)", fontsize=8)
+    ax.set_xlim(min(used) / 1.5, max(used) * 1.5)
+    ax.set_xlabel("depth (m, log scale; each set converted from its native unit)", fontsize=8)
     ax.set_ylabel("fraction of valid pixels", fontsize=8)
-    ax.set_title("Depth histograms (mean over frames; 0/NaN/inf excluded, see dropout)", fontsize=10)
+    title = "Depth histograms in metres (mean over frames; 0/NaN/inf excluded, see dropout)"
+    if unknown:
+        title += f"; unit unknown, not drawn: {_label(', '.join(unknown), 40)}"
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return _png(fig)
 
 
-def screen_distances(ranking: Sequence[Any], views: Sequence[str]) -> Markup | None:
-    """Distance to real per view (points with CI bars), one row per rendering, closest on top."""
+def screen_distances(ranking: Sequence[Any], views: Sequence[str],
+                     colours: dict[str, str] | None = None) -> Markup | None:
+    """Distance to real per view (points with CI bars), one row per rendering, closest on top; each
+    rendering in its set colour, each view its own marker."""
     rows = [r for r in ranking if isinstance(r, dict) and isinstance(r.get("per_view"), dict)][:12]
     views = list(views)[:8]
     if not rows or not views:
         return None
     fig = _figure(6.5, 0.45 * len(rows) * 1 + 1.6)
     ax = fig.add_subplot()
-    palette = ["#2b6cd9", "#d9822b", "#27ae60", "#8e44ad", "#16a085", "#7f8c8d", "#c0392b", "#2c3e50"]
+    markers = "osD^vP*X"
     for j, v in enumerate(views):
         for i, r in enumerate(rows):
             cell = r["per_view"].get(v) or {}
             x, c = cell.get("distance"), cell.get("ci") or {}
             if not _ok(x):
                 continue
+            colour = _colour(colours, str(r.get("set")), i + 1)
             y = len(rows) - 1 - i + (j - (len(views) - 1) / 2) * 0.12
             lo, hi = c.get("low"), c.get("high")
             if _ok(lo) and _ok(hi):
-                ax.plot([lo, hi], [y, y], color=palette[j % len(palette)], lw=1.2)
-            ax.plot([x], [y], "o", ms=4, color=palette[j % len(palette)], label=_label(v, 28) if i == 0 else None)
+                ax.plot([lo, hi], [y, y], color=colour, lw=1.2)
+            ax.plot([x], [y], markers[j % len(markers)], ms=4, color=colour, mfc="white" if j else colour,
+                    label=_label(f"view {v}", 28) if i == 0 else None)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([_label(r.get("set"), 28) for r in reversed(rows)], fontsize=8)
-    ax.set_xlabel("normalized centroid distance to real (shared projection)", fontsize=8)
-    ax.set_title("Distance to real per view, with bootstrap CIs", fontsize=10)
+    ax.set_xlabel("normalized centroid distance to real (unitless, shared projection)", fontsize=8)
+    ax.set_title("Distance to real per view, with bootstrap CIs (marker = view)", fontsize=10)
     ax.legend(fontsize=7, loc="best")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()

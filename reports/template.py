@@ -23,10 +23,15 @@ th{background:#f4f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums;wh
 .verdict .title{font-size:1.15em;font-weight:600;margin:.3em 0}.action{margin:.3em 0}
 .finding{border-left:4px solid #ccc;padding:.2em .8em;margin:.8em 0}
 .finding.bug{border-color:#c0392b}.finding.gap{border-color:#d9822b}.finding.info{border-color:#2b6cd9}
-code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;word-break:break-all}
+code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;overflow-wrap:anywhere}
+.name{overflow-wrap:normal;word-break:normal;hyphens:none}table.kv th{font-weight:500;white-space:nowrap}
+details>summary{cursor:pointer;color:#2b6cd9}
 .muted{color:#666;font-size:.85em}.front{color:#c0392b;font-weight:700}
 img.plot{max-width:100%;border:1px solid #eee;margin:.3em .5em .3em 0}
 .thumbs figure{display:inline-block;margin:.3em;font-size:.75em;max-width:170px}
+.pairs{display:grid;grid-template-columns:repeat(auto-fill,minmax(500px,1fr));gap:.6em 1.2em}
+.pair{display:grid;grid-template-columns:repeat(3,160px);gap:6px}.pair figure{margin:0;font-size:.75em;min-width:0}
+.pair img{display:block;max-width:160px}.pair figcaption{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.nw{white-space:nowrap}
 nav a{margin-right:1em}.wide{overflow-x:auto}
 </style>
 </head>
@@ -88,10 +93,13 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <div class="finding {{ f.sev_class }}">
 <h3>{{ loop.index }}. <span class="badge sev-{{ f.sev_class }}">{{ f.severity }}</span> <code>{{ f.code }}</code> {{ f.title }}</h3>
 <div class="action"><strong>Action:</strong> {{ f.action }}</div>
-{% if f.evidence %}<table class="evidence"><tr><th>evidence</th><th>value</th></tr>
-{% for k, v in f.evidence %}<tr><td class="mono">{{ k }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
+{% if f.evidence or f.evidence_rest %}<table class="evidence"><tr><th>evidence</th><th>value</th></tr>
+{% for lab, k, v in f.evidence %}<tr><td title="{{ k }}">{{ lab }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
+</table>
+{% if f.evidence_rest %}<details class="evidence-more"><summary>{{ f.evidence_rest|length }} more evidence values</summary><table class="evidence">
+{% for lab, k, v in f.evidence_rest %}<tr><td title="{{ k }}">{{ lab }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
 {% if f.evidence_more %}<tr><td colspan="2" class="muted">&hellip; {{ f.evidence_more }} more</td></tr>{% endif %}
-</table>{% endif %}
+</table></details>{% endif %}{% endif %}
 </div>
 {% endfor %}
 {% if findings_more %}<p class="muted">&hellip; {{ findings_more }} more findings not shown.</p>{% endif %}
@@ -101,18 +109,27 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <section id="encoders">
 <h2>Encoder ranking</h2>
 {% if encoders %}
+<p class="muted">Decisive columns first: the gap above the real-vs-real noise floor (lower is better), the sim&rarr;real probe R&sup2; (higher is better) and the domain AUC (0.5 = indistinguishable). Open a row's details for the rest.</p>
 <div class="wide"><table id="ranking">
-<tr><th>rank</th><th>front</th><th>encoder</th><th>family</th><th>dim</th><th>centroid dist. (norm) [CI]</th><th>noise floor</th><th>gap above floor</th><th>domain AUC</th><th>MMD (p)</th><th>paired cosine mean / shuffled</th><th>probe R² sim&rarr;sim</th><th>real&rarr;real</th><th>sim&rarr;real</th></tr>
+<tr><th>rank</th><th>encoder</th><th title="normalized centroid distance minus the noise floor; interval = the distance's bootstrap CI shifted by the floor">gap above floor [CI]</th><th>probe R&sup2; sim&rarr;real</th><th>domain AUC</th><th>details</th></tr>
 {% for e in encoders %}
-<tr class="enc-row"><td class="n">{{ e.rank }}{% if e.basis == "gap alone" %} <span class="muted" title="ranked on the gap alone">(gap alone)</span>{% endif %}</td><td>{% if e.front %}<span class="front" title="Pareto front">&#9733;</span>{% endif %}</td>
-<td class="mono">{{ e.name }}</td><td>{{ e.family }}</td><td class="n">{{ e.dim }}</td>
-<td class="n">{{ e.cd }} {{ e.cd_ci }}</td><td class="n">{{ e.floor }}{% if e.floor_method %} <span class="muted">({{ e.floor_method }})</span>{% endif %}</td>
-<td class="n">{{ e.gap }}</td><td class="n">{{ e.auc }}</td><td class="n">{{ e.mmd }} ({{ e.mmd_p }})</td>
-<td class="n">{{ e.pc }} / {{ e.pc_shuffled }}{% if e.clip_band %} <span class="badge sev-info">{{ e.clip_band }}</span>{% endif %}</td>
-<td class="n">{{ e.p_ss }}{% if e.probe_uninformative %} <span class="badge sev-info" title="sim-to-sim R² <= 0: the probe explains nothing and does not rank this encoder">uninformative</span>{% endif %}</td><td class="n">{{ e.p_rr }}</td><td class="n">{{ e.p_sr }}</td></tr>
+<tr class="enc-row"><td class="n">{{ e.rank }}{% if e.front %} <span class="front" title="Pareto front">&#9733;</span>{% endif %}{% if e.basis == "gap alone" %} <span class="muted" title="ranked on the gap alone">(gap alone)</span>{% endif %}</td>
+<td class="mono name">{{ e.name }}</td>
+<td class="n">{{ e.gap }} <span class="muted">{{ e.gap_ci }}</span></td>
+<td class="n">{{ e.p_sr }}{% if e.probe_uninformative %} <span class="badge sev-info" title="sim-to-sim R² <= 0: the probe explains nothing and does not rank this encoder">uninformative</span>{% elif e.probe_warn %} <span class="badge sev-gap" title="sim-to-real R² at or below 0: the probe predicts no better than the mean on real frames">R&sup2; &le; 0</span>{% endif %}</td>
+<td class="n">{{ e.auc }}</td>
+<td><details class="enc-details"><summary>more</summary><table class="kv">
+<tr><th>family / dim</th><td>{{ e.family }} / {{ e.dim }}</td></tr>
+<tr><th>centroid distance (norm.) [CI]</th><td class="n">{{ e.cd }} {{ e.cd_ci }}</td></tr>
+<tr><th>noise floor</th><td class="n">{{ e.floor }}{% if e.floor_method %} <span class="muted">({{ e.floor_method }})</span>{% endif %}</td></tr>
+<tr><th>MMD (permutation p)</th><td class="n">{{ e.mmd }} ({{ e.mmd_p }})</td></tr>
+<tr><th>paired cosine distance, mean / shuffled</th><td class="n">{{ e.pc }} / {{ e.pc_shuffled }}{% if e.clip_band %} <span class="badge sev-info">{{ e.clip_band }}</span>{% endif %}</td></tr>
+<tr><th>probe R&sup2; sim&rarr;sim / real&rarr;real</th><td class="n">{{ e.p_ss }} / {{ e.p_rr }}</td></tr>
+</table></details></td></tr>
 {% endfor %}
 </table></div>
 {% if encoders_more %}<p class="muted">&hellip; {{ encoders_more }} more encoders not shown.</p>{% endif %}
+{% set weak = encoders|selectattr("probe_warn")|map(attribute="name")|list %}{% if weak %}<p class="probe-warning"><span class="badge sev-gap">R&sup2; &le; 0</span> Sim&rarr;real probe R&sup2; at or below 0 for <span class="mono name">{{ weak|join(", ") }}</span>: the probe predicts the real targets no better than their mean, so the probe axis does not separate these encoders; read their gap alone.</p>{% endif %}
 {% for e in encoders if e.insufficient %}<p class="muted"><span class="mono">{{ e.name }}</span> not computed: {% for k, v in e.insufficient %}{{ k }} ({{ v }}){% if not loop.last %}; {% endif %}{% endfor %}</p>{% endfor %}
 {% if plot_encoders %}<img class="plot" alt="encoder plot" src="{{ plot_encoders }}">{% endif %}
 {% for p in extra_plots %}<img class="plot" alt="encoder plot" src="{{ p }}">{% endfor %}
@@ -163,8 +180,10 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% endif %}
 
 {% if worst %}
-<section id="worst-pairs"><h2>Worst pairs ({{ worst.encoder }}, farthest first)</h2><div class="thumbs">
-{% for w in worst.rows %}<div class="pair"><figure><img alt="sim" src="{{ w.sim }}"><figcaption class="mono">sim {{ w.key }}</figcaption></figure><figure><img alt="real" src="{{ w.real }}"><figcaption class="mono">real, cosine distance {{ w.distance }}</figcaption></figure><figure><img alt="difference" src="{{ w.diff }}"><figcaption class="mono">|sim - real|</figcaption></figure></div>{% endfor %}
+<section id="worst-pairs"><h2>Worst pairs ({{ worst.encoder }}, farthest first)</h2>
+<p class="muted">Each row: sim frame, real frame, and |sim &minus; real| per pixel multiplied by the gain written under it (white = a difference of 255/gain levels or more).</p>
+<div class="pairs">
+{% for w in worst.rows %}<div class="pair"><figure><img alt="sim" src="{{ w.sim }}"><figcaption class="mono" title="{{ w.key }}">sim {{ w.key }}</figcaption></figure><figure><img alt="real" src="{{ w.real }}"><figcaption>real, cos. dist. <span class="nw">{{ w.distance }}</span></figcaption></figure><figure><img alt="difference" src="{{ w.diff }}"><figcaption>|sim &minus; real| <span class="nw">&times;{{ w.gain }}</span></figcaption></figure></div>{% endfor %}
 </div></section>
 {% endif %}
 {% if thumbs %}
@@ -184,10 +203,10 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% for s in skipped %}<tr><td class="mono">{{ s.set }}</td><td class="mono">{{ s.path }}</td><td>{{ s.status }}</td><td>{{ s.reason }}</td></tr>{% endfor %}
 </table>{% if skipped_more %}<p class="muted">&hellip; and {{ skipped_more }} more skipped frames not listed.</p>{% endif %}
 {% else %}<p>None.</p>{% endif %}
-<h3>Encoders and their preprocessing</h3>
+{% if kind == "run" and encoders %}<h3>Encoders and their preprocessing</h3>
 <table id="preproc"><tr><th>encoder</th><th>fingerprint</th><th>sim / real embedded</th><th>skipped</th><th>preprocessing</th></tr>
 {% for e in encoders %}<tr><td class="mono">{{ e.name }}</td><td class="mono">{{ e.fingerprint }}</td><td class="n">{{ e.n_sim }} / {{ e.n_real }}</td><td class="n">{{ e.n_skipped }}</td><td class="mono">{{ e.preprocessing }}</td></tr>{% endfor %}
-</table>
+</table>{% endif %}
 <h3>Configuration</h3>
 <table id="config">{% for k, v in config %}<tr><td class="mono">{{ k }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
 <tr><td class="mono">version</td><td class="mono">{{ version }}</td></tr></table>

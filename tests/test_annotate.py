@@ -140,6 +140,30 @@ def test_masks_to_boxes_and_detection_in_run(tmp_path):
     assert det["flips"]["colour"]["sim_only"] == 8
     codes = {f.code for f in findings}
     assert "detector_gap" in codes and "self_inflicted_gap" not in codes
+    gap = next(f for f in findings if f.code == "detector_gap")
+    assert "look first at the 8 object(s) found in sim but lost on real" in gap.action
+
+
+def test_detector_gap_action_without_sim_only_flips(tmp_path):
+    """Real boxes shifted by 1 px: every object still found at IoU 0.5 (no flip), AP over IoU
+    0.5:0.95 lower on real; the action must not send the reader to flipped pairs."""
+    from perception_gap.ingest.annotations import load_mask_categories
+
+    masks = _make_sets(tmp_path)
+    cats = tmp_path / "cats.json"
+    cats.write_text(json.dumps({"1": "red", "2": "blue"}))
+    with Catalog(tmp_path / "c.duckdb") as cat:
+        index_folder(cat, tmp_path / "sim", "sim", "sim")
+        index_folder(cat, tmp_path / "real", "real", "real")
+        for dom in ("sim", "real"):
+            attach_masks(cat, tmp_path / f"{dom}_masks", dom, categories=load_mask_categories(cats))
+        attach_coco(cat, _detector_file(tmp_path, "sim", masks), "sim", "colour")
+        attach_coco(cat, _detector_file(tmp_path, "real", masks, jitter=1), "real", "colour")
+        det, findings = detection_results(cat, "sim", "real")
+    assert det["flips"]["colour"]["sim_only"] == 0
+    gap = next(f for f in findings if f.code == "detector_gap")
+    assert "worse on real" in gap.title and "flipped" not in gap.action and "look first" not in gap.action
+    assert "no object is found in sim and lost on real" in gap.action
 
 
 def test_self_inflicted_gap_when_the_detector_is_off_in_sim(tmp_path):

@@ -129,15 +129,14 @@ def say(args: argparse.Namespace, text: str = "") -> None:
 
 
 def fmt(x: Any, nd: int = 3) -> str:
-    if x is None:
+    """A number for the CLI's text: `nd` significant digits via reports.wording.sig ("-" when absent)."""
+    from reports.wording import sig
+
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            return "-"
-        return f"{x:.{nd}g}" if abs(x) < 1e4 else f"{x:.0f}"
     if isinstance(x, list):
         return "[" + ", ".join(fmt(v, nd) for v in x) + "]"
-    return str(x)
+    return sig(x, nd)
 
 
 def write_outputs(res: dict[str, Any], out_dir: Path | None, json_path: str | None,

@@ -13,6 +13,7 @@ from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.encoding import Encoding, to01
 from perception_gap.findings import Finding
 from perception_gap.statistics.records import FrameRecord
+from reports.wording import pct, sig
 
 # Channel swap. Cost of "sim = real with per-channel gains" vs "sim = real with R<->B swapped
 # and gains" (gains relative to green, so exposure is free): spread of per-pair log-mean
@@ -228,9 +229,9 @@ def check_brightness(ctx: Context) -> Finding | None:
     if spread is not None:
         ev["stops_iqr"] = nums(spread)
     ratio = 2.0 ** stops
-    title = f"Sim is {abs(stops):.2f} stops {word} than real (sim luminance {ratio:.2f}x real's)."
+    title = f"Sim is {sig(abs(stops))} stops {word} than real (sim luminance {pct(ratio)} of real's)."
     action = (f"Randomize light intensity / exposure by at least ±{budget:.1f} stops (sim luminance is "
-              f"{ratio:.2f}x real's), or match the sim camera's exposure to the real one.")
+              f"{pct(ratio)} of real's), or match the sim camera's exposure to the real one.")
     return Finding("brightness", "gap", title, ev, action, num(abs(stops) / BRIGHTNESS_STOPS[basis]))
 
 

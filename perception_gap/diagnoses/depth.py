@@ -14,6 +14,7 @@ from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.findings import Finding
 from perception_gap.statistics.depth import DEPTH_PERCENTILES
 from perception_gap.statistics.records import FrameRecord
+from reports.wording import pct, points, times
 
 # Depth scale: a paired median depth ratio beyond 1.5x is no scene difference; comparing set
 # medians of different scenes, only 3x or more is. A ratio within 25% of a ratio of two known
@@ -160,7 +161,7 @@ def check_depth_scale(ctx: Context) -> Finding | None:
         what = ""
     big, small, fac = ("sim", "real", ratio) if ratio >= 1 else ("real", "sim", 1 / ratio)
     where = " at matching frames" if basis == "pairs" else ""
-    title = f"{big.capitalize()} depth is {fac:.4g}x {small} depth{where}{what}."
+    title = f"{big.capitalize()} depth values are {times(fac)} the {small} ones{where}{what}."
     decl_wrong = decl_s if wrong == "sim" else decl_r
     true_unit = (looks[0] if wrong == "sim" else looks[1]) if looks else None
     if true_unit and decl_wrong is not None:
@@ -173,7 +174,7 @@ def check_depth_scale(ctx: Context) -> Finding | None:
                   f"{DEPTH_UNIT_NAMES[true_unit]:g}) and declare `depth_unit` for both sets; this is a "
                   f"bug, not a randomization budget.")
     else:
-        action = (f"Find the scale error in the depth pipelines ({big} values are {fac:.3g}x the "
+        action = (f"Find the scale error in the depth pipelines ({big} values are {times(fac)} the "
                   f"{small} ones) and declare `depth_unit` for both sets.")
     score = abs(math.log(ratio)) / math.log(DEPTH_RATIO[basis]) + (1.0 if unit_conflict else 0.0)
     return Finding("depth_scale", "bug", title, ev, action, num(score))
@@ -211,14 +212,14 @@ def check_depth_dropout(ctx: Context) -> Finding | None:
     if ci is not None:
         ev["dropout_diff_ci"] = [num(ci[0]), num(ci[1])]
     if diff > 0:
-        title = (f"Real depth has {mean_r:.0%} invalid pixels vs {mean_s:.0%} in sim "
-                 f"(+{(mean_r - mean_s) * 100:.0f} points).")
+        title = (f"Real depth has {pct(mean_r)} invalid pixels vs {pct(mean_s)} in sim "
+                 f"({points(mean_r, mean_s)} in real).")
         action = ("Add a depth-noise/dropout model to the sim depth (holes at depth edges and on "
                   "transparent/specular surfaces, at the measured rate), or filter/inpaint real "
                   "depth before the policy sees it.")
     else:
-        title = (f"Sim depth has {mean_s:.0%} invalid pixels vs {mean_r:.0%} in real "
-                 f"(+{(mean_s - mean_r) * 100:.0f} points).")
+        title = (f"Sim depth has {pct(mean_s)} invalid pixels vs {pct(mean_r)} in real "
+                 f"({points(mean_s, mean_r)} in sim).")
         action = ("Check the sim depth's near/far clipping planes and invalid-value encoding, or "
                   "match the dropout model to the real sensor's measured rate.")
     return Finding("depth_dropout", "gap", title, ev, action, num(abs(diff) / DROPOUT_DIFF[basis]))

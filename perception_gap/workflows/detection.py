@@ -83,7 +83,10 @@ def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: in
                       f"(difference 95% CI {low:+.3f} to {high:+.3f}); it is worse on {worse}",
                 evidence={"source": source, "ap_sim": ap_s, "ap_real": ap_r, "ci": d, "flips": flips.to_dict()},
                 action=("Train or fine-tune the detector on real frames (or randomize the sim appearance it "
-                        "sees); look at the flipped pairs first.") if worse == "real" else
+                        "sees); " + (f"look first at the {flips.sim_only} object(s) found in sim but lost on real "
+                                     "(flip examples)." if flips.sim_only else
+                                     "no object is found in sim and lost on real at its matching frame, so compare "
+                                     "per-class AP and box quality instead.")) if worse == "real" else
                        "The detector does worse on sim frames: check the sim's rendering of the objects it misses.",
                 score=float(abs(ap_s - ap_r))))
     if sim in gts:

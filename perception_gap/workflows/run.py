@@ -69,7 +69,7 @@ def _groups(meta: list[dict[str, Any]], other: list[dict[str, Any]]) -> list[Any
 PCA_POINTS = 300  # points per side in the report's 2-D PCA scatter
 
 
-def _pca_2d(emb_s: np.ndarray, emb_r: np.ndarray, random_state: int) -> dict[str, list[list[float]]] | None:
+def _pca_2d(emb_s: np.ndarray, emb_r: np.ndarray, random_state: int) -> dict[str, Any] | None:
     """A subsample of both sides projected on the first two principal components of the pooled,
     standardized embeddings (for the report's scatter; no statistic is read from it)."""
     from sklearn.decomposition import PCA
@@ -83,8 +83,10 @@ def _pca_2d(emb_s: np.ndarray, emb_r: np.ndarray, random_state: int) -> dict[str
     x -= x.mean(0)
     sd = x.std(0)
     x /= np.where(sd > 0, sd, 1.0)
-    xy = PCA(n_components=2, random_state=random_state).fit_transform(x)
-    return {"sim": np.round(xy[: len(i_s)], 4).tolist(), "real": np.round(xy[len(i_s):], 4).tolist()}
+    pca = PCA(n_components=2, random_state=random_state)
+    xy = pca.fit_transform(x)
+    return {"sim": np.round(xy[: len(i_s)], 4).tolist(), "real": np.round(xy[len(i_s):], 4).tolist(),
+            "explained_variance": np.round(pca.explained_variance_ratio_, 4).tolist()}
 
 
 def _try(insufficient: dict[str, str], metric: str, fn: Callable[[], Any]) -> Any:

@@ -1,0 +1,165 @@
+"""Report plots read back: label positions in the SVG scatter, set colours in the PNGs, depth in metres."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from reports import render_report
+from reports.plots import PALETTE, channel_histograms, set_colours
+from reports.scatter import gap_vs_probe
+
+# lite0 and lite2 sit close together (the case that once put each name on the other's star); pixel's
+# R² is far off scale.
+ENCODERS = [
+    {"name": "efficientnet-lite0", "gap_above_floor": 0.100, "probe": {"sim_to_real": 0.42}, "pareto_front": True},
+    {"name": "efficientnet-lite2", "gap_above_floor": 0.103, "probe": {"sim_to_real": 0.45}, "pareto_front": True},
+    {"name": "pixel", "gap_above_floor": 0.21, "probe": {"sim_to_real": -76496.3}},
+    {"name": "open_clip:ViT-B-32", "gap_above_floor": 0.05, "probe": {"sim_to_real": 0.1}},
+    {"name": "dinov2-small", "gap_above_floor": 0.101, "probe": {"sim_to_real": 0.40}},
+]
+
+
+def _svg(markup) -> str:
+    return base64.b64decode(str(markup).split(",", 1)[1]).decode()
+
+
+def _points_and_labels(svg: str) -> tuple[dict[int, tuple[float, float]], dict[int, tuple[float, float, str]]]:
+    pts = {int(i): (float(x), float(y)) for i, x, y in
+           re.findall(r'<g id="pt-(\d+)">.*?<use [^>]*?x="([-\d.]+)" y="([-\d.]+)"', svg, flags=re.DOTALL)}
+    labels = {}
+    for i, style, x, y, text in re.findall(r'<g id="label-(\d+)">\s*<text style="([^"]*)" x="([-\d.]+)" y="([-\d.]+)"'
+                                           r'[^>]*>([^<]*)</text>', svg):
+        size = float(re.search(r"font-size: ([\d.]+)px", style).group(1))
+        anchor = re.search(r"text-anchor: (\w+)", style).group(1)
+        w = 0.55 * size * len(text)
+        cx = float(x) + {"start": w / 2, "end": -w / 2, "middle": 0.0}[anchor]
+        labels[int(i)] = (cx, float(y) - size / 3, text)  # SVG y grows downwards; the baseline is the text's bottom
+    return pts, labels
+
+
+def test_scatter_labels_sit_nearest_their_own_point():
+    svg = _svg(gap_vs_probe(ENCODERS))
+    pts, labels = _points_and_labels(svg)
+    assert sorted(pts) == sorted(labels) == list(range(len(ENCODERS)))
+    for i, (cx, cy, text) in labels.items():
+        assert text.startswith(ENCODERS[i]["name"][:10])
+        nearest = min(pts, key=lambda j: (pts[j][0] - cx) ** 2 + (pts[j][1] - cy) ** 2)
+        assert nearest == i, (text, nearest)
+    # the points themselves are where the data puts them: x order = gap order, y order = R² order
+    on_scale = [i for i, e in enumerate(ENCODERS) if e["probe"]["sim_to_real"] > -1]
+    assert sorted(on_scale, key=lambda i: pts[i][0]) == sorted(on_scale, key=lambda i: ENCODERS[i]["gap_above_floor"])
+    assert sorted(on_scale, key=lambda i: pts[i][1]) == sorted(on_scale, key=lambda i: -ENCODERS[i]["probe"]["sim_to_real"])
+
+
+def test_off_scale_r2_is_an_annotated_arrow_not_a_squeezed_axis():
+    svg = _svg(gap_vs_probe(ENCODERS))
+    pts, labels = _points_and_labels(svg)
+    assert "pixel (R² -76,496, off scale)" in labels[2][2]
+    ys = [pts[i][1] for i in (0, 1, 3, 4)]
+    # the on-scale points spread over a good part of the plot's height (~288 px), not a corner
+    assert max(ys) - min(ys) > 100
+    assert pts[2][1] > max(ys)  # the outlier sits below them all (SVG y grows downwards)
+
+
+def _drawn(png_markup, colour: str) -> int:
+    """Saturated pixels of the PNG within 8 degrees of hue of `colour` (antialiasing lightens line
+    pixels towards white but keeps their hue)."""
+    raw = base64.b64decode(str(png_markup).split(",", 1)[1])
+    with Image.open(io.BytesIO(raw)) as im:
+        hsv = np.asarray(im.convert("RGB").convert("HSV")).reshape(-1, 3).astype(int)
+    with Image.new("RGB", (1, 1), colour) as im:
+        h0 = int(np.asarray(im.convert("HSV"))[0, 0, 0])
+    d = np.abs(hsv[:, 0] - h0)
+    return int(((np.minimum(d, 256 - d) <= 6) & (hsv[:, 1] > 150)).sum())
+
+
+def test_set_colours_reference_first_and_drawn_as_assigned():
+    colours = set_colours(["baseline", "current", "baseline", "sim_b"])
+    assert colours == {"baseline": PALETTE[0], "current": PALETTE[1], "sim_b": PALETTE[2]}
+    h = [{"channels": [[0.1 * (k + 1), 0.5, 0.4 - 0.1 * k]]} for k in range(3)]  # three distinct curves
+    png = channel_histograms({"current": h[0], "baseline": h[1], "sim_b": h[2]},
+                             {"current": "real", "baseline": "real", "sim_b": "sim"}, colours)
+    assert all(_drawn(png, c) > 20 for c in PALETTE[:3])  # two "real" sets, still two colours
+    assert _drawn(png, PALETTE[3]) == 0
+
+
+@pytest.fixture(scope="module")
+def depth_html() -> str:
+    hist = [0.0] * 80
+    hist[30] = 1.0
+
+    def stats(domain, dtype, unit, per_m, p50):
+        return {"domain": domain, "n_frames": 4, "depth": {
+            "dtypes": {dtype: 4}, "inferred_units": {unit: 4}, "declared_units_per_m": [per_m] if per_m else [],
+            "percentiles": {"p50": p50}, "dropout_mean": 0.0, "dropout_max": 0.0,
+            "log_hist": hist, "log_hist_range": [-3, 5]}}
+
+    return render_report({"findings": [], "encoders": [], "sets": {},
+                          "stats": {"s": stats("sim", "float32", "m", 1.0, 0.543),
+                                    "r": stats("real", "uint16", "mm", None, 543.0)}})
+
+
+def test_depth_percentiles_in_metres_with_native_unit(depth_html):
+    table = depth_html[depth_html.index('id="stats-table"'):]
+    assert "depth percentiles (m)" in table
+    assert "p50 0.543 m (native unit m)" in table and "p50 0.543 m (native unit mm)" in table
+    assert 'alt="statistics plot"' in depth_html
+
+
+def test_worst_pair_difference_amplified_with_its_gain_stated(tmp_path):
+    from reports.plots import pair_strip
+
+    base = np.random.default_rng(0).integers(20, 200, (60, 80, 3)).astype(np.uint8)
+    Image.fromarray(base).save(tmp_path / "s.png")
+    Image.fromarray(base + 8).save(tmp_path / "r.png")  # every pixel differs by exactly 8 levels
+    *_, diff, gain = pair_strip(str(tmp_path / "s.png"), str(tmp_path / "r.png"))
+    assert gain == 31.9  # 255 / 8, to one decimal
+    with Image.open(io.BytesIO(base64.b64decode(str(diff).split(",", 1)[1]))) as im:
+        assert np.asarray(im.convert("L")).mean() > 240  # near white, not near black (8 levels unamplified)
+    res = {"findings": [], "sets": {}, "encoders": [{"name": "pixel", "rank": 1, "worst_pairs": [
+        {"pair_key": "ep0_001", "sim_path": str(tmp_path / "s.png"), "real_path": str(tmp_path / "r.png"),
+         "cosine_distance": 0.0123}]}]}
+    html = render_report(res)
+    worst = html[html.index('id="worst-pairs"'):]
+    assert "&times;31.9" in worst and '<span class="nw">0.0123</span>' in worst
+
+
+def test_evidence_human_labels_telling_numbers_first_rest_folded():
+    ev = {"basis": "pairs", "n_pairs": 59, "stops_sim_minus_real": -0.7154, "luminance_ratio_sim_over_real": 0.609,
+          "threshold_stops": 0.3, "stops_iqr": [-0.72, -0.71], "sim_linear_luminance": 0.1, "real_linear_luminance": 0.16,
+          "flips": {"sim_only": 17, "examples": [{"kind": "sim_only"}]}}
+    html = render_report({"findings": [{"code": "brightness", "severity": "gap", "title": "t", "action": "a",
+                                        "evidence": ev}], "sets": {}, "encoders": []})
+    f = html[html.index('id="findings"'):]
+    shown, folded = f[:f.index("<details")], f[f.index("<details"):f.index("</details>")]
+    assert '<td title="stops_sim_minus_real">exposure, sim \u2212 real (stops)</td>' in shown
+    assert "luminance, sim / real (ratio)" in shown and "sim linear luminance" in shown
+    assert "compared on" in folded and "threshold stops" in folded and "flips: sim only" in folded
+    assert "1 (listed below)" in folded and "6 more evidence values" in folded
+    assert shown.index("exposure, sim") < shown.index("luminance, sim / real")  # results order kept
+
+
+def test_report_depth_units_match_the_diagnoses():
+    from perception_gap.diagnoses.depth import DEPTH_UNIT_NAMES
+    from reports.format import DEPTH_UNIT_NAMES as REPORT_UNITS
+
+    assert REPORT_UNITS == DEPTH_UNIT_NAMES
+
+
+def test_screen_and_drift_reports_colour_by_set_not_by_domain():
+    from reports.html import _set_colours
+
+    drift = {"drift": {"baseline": "week1", "current": "week2"}}
+    assert _set_colours(drift, None, None, ["week2", "week1"]) == {"week1": PALETTE[0], "week2": PALETTE[1]}
+    screen = {"config": {"kind": "screen"}, "screen": {"ranking": [{"set": "r2"}, {"set": "r1"}, {"set": "r3"}]}}
+    got = _set_colours(screen, None, "real", ["r1", "r2", "r3", "real"])
+    assert got["real"] == PALETTE[0] and len({got["r1"], got["r2"], got["r3"], got["real"]}) == 4
+    # no per-encoder preprocessing table of dashes in a screen report
+    html = render_report({**screen, "findings": [], "sets": {}, "encoders": [{"name": "lite0"}]})
+    assert 'id="preproc"' not in html and "\u2014 / \u2014" not in html
