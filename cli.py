@@ -181,7 +181,51 @@ def build_parser() -> argparse.ArgumentParser:
     dm.add_argument("--inject", help="add one plumbing fault to the demo (a finding code, e.g. channel_swap)")
     dm.add_argument("--encoders", action="append", help="encoders for the run (default: every available one)")
     dm.set_defaults(func=_command("demo"))
+    _geometry_parsers(sub, common)
     return p
+
+
+def _geometry_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """policy-check, replay, reprojection: the checks after the gap hunt (README: After the gap hunt)."""
+    pc = sub.add_parser("policy-check", parents=[common], help="matched sim/real observations through a frozen policy",
+                        description="Push paired sim and real frames (with their proprio) through a frozen policy "
+                                    "(TorchScript file, torch.export .pt2 program, or module:function) called as "
+                                    "policy(images float32 N x 3 x H x W in [0, 1], proprio float32 N x D) -> (N, A) "
+                                    "actions; compare the actions per dimension. Exit 1 when --max-rel-diff is crossed.")
+    pc.add_argument("--policy", required=True, metavar="SPEC", help="policy.pt (TorchScript), program.pt2, or "
+                                                                    "module:function / file.py:function")
+    pc.add_argument("--preprocess", metavar="module:function", help="the policy's own preprocessing: called as "
+                                                                    "fn(images, proprio) -> (images, proprio), numpy in and out")
+    pc.add_argument("--sim", required=True, help="sim set name")
+    pc.add_argument("--real", required=True, help="real set name")
+    pc.add_argument("--batch-size", type=int, default=32, help="frames per policy call (default 32)")
+    pc.add_argument("--max-rel-diff", type=float, metavar="R", help="gate: exit 1 when any dimension's "
+                                                                    "|real - sim| / sim std exceeds R")
+    pc.add_argument("--out", help="output folder (results.json, report.html)")
+    pc.add_argument("--json", help="write the results to this JSON file")
+    pc.set_defaults(func=_command("policy_check"))
+
+    rp = sub.add_parser("replay", parents=[common], help="logged real vs open-loop sim end-effector trajectories",
+                        description="Per-step translation and geodesic rotation error between real and open-loop sim "
+                                    "end-effector poses (CSV or JSONL rows: episode, step, domain, x, y, z, qw, qx, qy, "
+                                    "qz, optional contact), the step where divergence starts and whether it starts at "
+                                    "first contact. Exit 1 when --max-translation-m is crossed.")
+    rp.add_argument("file", metavar="FILE", help="CSV or JSONL pose log")
+    rp.add_argument("--max-translation-m", type=float, metavar="M", help="gate: exit 1 when the mean translation "
+                                                                         "error exceeds M metres")
+    rp.add_argument("--out", help="output folder (results.json, report.html)")
+    rp.add_argument("--json", help="write the results to this JSON file")
+    rp.set_defaults(func=_command("replay"))
+
+    rj = sub.add_parser("reprojection", parents=[common], help="sim vs real camera models: reprojection error surface",
+                        description="Project a workspace grid through the sim and the real camera (OpenCV pinhole + "
+                                    "k1, k2, p1, p2, k3; camera pose in the robot base frame) and measure where they "
+                                    "disagree. Exit 1 when --max-mean-px is crossed.")
+    rj.add_argument("file", metavar="FILE", help='JSON: {"sim": CAM, "real": CAM, "grid": {...}, "points": [...]}')
+    rj.add_argument("--max-mean-px", type=float, metavar="PX", help="gate: exit 1 when the mean error exceeds PX")
+    rj.add_argument("--out", help="output folder (results.json, report.html)")
+    rj.add_argument("--json", help="write the results to this JSON file")
+    rj.set_defaults(func=_command("reprojection"))
 
 
 def _silence_stdout() -> None:
