@@ -61,7 +61,7 @@ def test_reprojection_bad_input_is_one_line_exit_2(tmp_path, capsys, patch, need
 def test_reprojection_non_json_file_through_a_real_process(tmp_path):
     f = tmp_path / "cams.json"
     f.write_text("{not json")
-    p = subprocess.run([sys.executable, REPO_CLI, "reprojection", str(f)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, REPO_CLI, "reprojection", str(f)], capture_output=True, text=True, timeout=60, check=False)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "JSON" in p.stderr
 
 

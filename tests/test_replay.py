@@ -7,8 +7,14 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from perception_gap.errors import InputError
-from perception_gap.geometry.replay import (TRANSLATION_TOL_M, change_point, replay_episode, replay_findings,
-                                            rotation_error_deg, summarize_replay)
+from perception_gap.geometry.replay import (
+    TRANSLATION_TOL_M,
+    change_point,
+    replay_episode,
+    replay_findings,
+    rotation_error_deg,
+    summarize_replay,
+)
 
 
 def _wxyz(rot: Rotation) -> np.ndarray:
