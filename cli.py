@@ -205,27 +205,25 @@ def _geometry_parsers(sub: argparse._SubParsersAction, common: argparse.Argument
     pc.add_argument("--json", help="write the results to this JSON file")
     pc.set_defaults(func=_command("policy_check"))
 
-    rp = sub.add_parser("replay", parents=[common], help="logged real vs open-loop sim end-effector trajectories",
-                        description="Per-step translation and geodesic rotation error between real and open-loop sim "
-                                    "end-effector poses (CSV or JSONL rows: episode, step, domain, x, y, z, qw, qx, qy, "
-                                    "qz, optional contact), the step where divergence starts and whether it starts at "
-                                    "first contact. Exit 1 when --max-translation-m is crossed.")
-    rp.add_argument("file", metavar="FILE", help="CSV or JSONL pose log")
-    rp.add_argument("--max-translation-m", type=float, metavar="M", help="gate: exit 1 when the mean translation "
-                                                                         "error exceeds M metres")
-    rp.add_argument("--out", help="output folder (results.json, report.html)")
-    rp.add_argument("--json", help="write the results to this JSON file")
-    rp.set_defaults(func=_command("replay"))
-
-    rj = sub.add_parser("reprojection", parents=[common], help="sim vs real camera models: reprojection error surface",
-                        description="Project a workspace grid through the sim and the real camera (OpenCV pinhole + "
-                                    "k1, k2, p1, p2, k3; camera pose in the robot base frame) and measure where they "
-                                    "disagree. Exit 1 when --max-mean-px is crossed.")
-    rj.add_argument("file", metavar="FILE", help='JSON: {"sim": CAM, "real": CAM, "grid": {...}, "points": [...]}')
-    rj.add_argument("--max-mean-px", type=float, metavar="PX", help="gate: exit 1 when the mean error exceeds PX")
-    rj.add_argument("--out", help="output folder (results.json, report.html)")
-    rj.add_argument("--json", help="write the results to this JSON file")
-    rj.set_defaults(func=_command("reprojection"))
+    file_checks = (
+        ("replay", "logged real vs open-loop sim end-effector trajectories",
+         ("Per-step translation and geodesic rotation error between real and open-loop sim end-effector poses (CSV "
+          "or JSONL rows: episode, step, domain, x, y, z, qw, qx, qy, qz, optional contact), the step where "
+          "divergence starts and whether it starts at first contact. Exit 1 when --max-translation-m is crossed."),
+         "CSV or JSONL pose log", "--max-translation-m", "M", "gate: exit 1 when the mean translation error exceeds M m"),
+        ("reprojection", "sim vs real camera models: reprojection error surface",
+         ("Project a workspace grid through the sim and the real camera (OpenCV pinhole + k1, k2, p1, p2, k3; camera "
+          "pose in the robot base frame) and measure where they disagree. Exit 1 when --max-mean-px is crossed."),
+         'JSON: {"sim": CAM, "real": CAM, "grid": {...}, "points": [...]}', "--max-mean-px", "PX",
+         "gate: exit 1 when the mean error exceeds PX"),
+    )
+    for name, short, description, file_help, gate_flag, gate_metavar, gate_help in file_checks:
+        fc = sub.add_parser(name, parents=[common], help=short, description=description)
+        fc.add_argument("file", metavar="FILE", help=file_help)
+        fc.add_argument(gate_flag, type=float, metavar=gate_metavar, help=gate_help)
+        fc.add_argument("--out", help="output folder (results.json, report.html)")
+        fc.add_argument("--json", help="write the results to this JSON file")
+        fc.set_defaults(func=_command(name))
 
 
 def _silence_stdout() -> None:

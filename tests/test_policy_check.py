@@ -148,3 +148,14 @@ def test_bad_policies_are_one_line_exit_2(world, capsys, policy, needle):
     assert _run(world, spec) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err and "Traceback" not in err, err
+
+
+def test_a_torch_export_program_loads_and_runs(world, tmp_path):
+    root, _ = world
+    program = torch.export.export(Mean(), (torch.zeros(6, 3, 8, 10), torch.zeros(6, 2)))  # the 6 pairs, one batch
+    torch.export.save(program, str(tmp_path / "mean.pt2"))
+    js = tmp_path / "r.json"
+    assert _run(world, str(tmp_path / "mean.pt2"), "--json", str(js), "--max-rel-diff", "0.01") == 0
+    assert len(json.loads(js.read_text())["policy_check"]["per_dim"]) == 5
+    (tmp_path / "bad.pt2").write_bytes(b"not a program")
+    assert _run(world, str(tmp_path / "bad.pt2")) == 2
