@@ -126,3 +126,32 @@ class PolicyCall:
             raise PolicyError(f"Expected finite actions from the policy, got {int((~np.isfinite(actions)).sum())} "
                               "NaN or infinite values.")
         return actions
+
+
+def save_linear_policy(path: str, weight: np.ndarray, bias: np.ndarray) -> str:
+    """Save a TorchScript policy `actions = [channel means of images, proprio] @ weight.T + bias`.
+
+    A stand-in for a trained policy (the demo's): it reads both its inputs, so a change in the
+    frames' colour or in the proprio moves its actions.
+
+    Args:
+        path: where to write the TorchScript file.
+        weight: (A, 3 + D) float weights; bias: (A,).
+    """
+    import torch
+
+    class LinearPolicy(torch.nn.Module):
+        def __init__(self, w: torch.Tensor, b: torch.Tensor) -> None:
+            super().__init__()
+            self.register_buffer("w", w)
+            self.register_buffer("b", b)
+
+        def forward(self, images: torch.Tensor, proprio: torch.Tensor) -> torch.Tensor:
+            x = torch.cat([images.mean(dim=(2, 3)), proprio], dim=1)
+            return x @ self.w.t() + self.b
+
+    module = LinearPolicy(torch.as_tensor(weight, dtype=torch.float32), torch.as_tensor(bias, dtype=torch.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        torch.jit.script(module).save(path)
+    return path

@@ -148,7 +148,7 @@ def _replay(rp: Mapping[str, Any]) -> str:
             f"{num(rot.get('mean'))} deg, divergence from step {num(rp.get('divergence_step'))}.</p>")
     rows = [[str(e.get("episode")), e.get("translation_mean"), e.get("rotation_mean_deg"), e.get("divergence_step"),
              e.get("first_contact_step"), str(e.get("cause") or "-")] for e in rp.get("episodes") or []]
-    plots = "".join(_img(replay_plot(e), "replay") for e in (rp.get("episodes") or [])[:6])
+    plots = "".join(_img(replay_plot(e), "replay") for e in (rp.get("episodes") or [])[:3])
     return head + _gate(rp) + _table(["episode", "translation mean (m)", "rotation mean (deg)", "divergence step",
                                       "first contact", "cause"], rows, "replay-episodes") + plots
 

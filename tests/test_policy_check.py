@@ -151,7 +151,6 @@ def test_bad_policies_are_one_line_exit_2(world, capsys, policy, needle):
 
 
 def test_a_torch_export_program_loads_and_runs(world, tmp_path):
-    root, _ = world
     program = torch.export.export(Mean(), (torch.zeros(6, 3, 8, 10), torch.zeros(6, 2)))  # the 6 pairs, one batch
     torch.export.save(program, str(tmp_path / "mean.pt2"))
     js = tmp_path / "r.json"
