@@ -29,8 +29,12 @@ class PolicyError(EncoderError):
 
 
 def _first_line(e: BaseException) -> str:
+    """`Type: first line`, cut after its first sentence when long (torch's messages run on)."""
     text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+    line = text[0] if text else ""
+    if len(line) > 160 and ". " in line[:400]:
+        line = line[: line.index(". ") + 1]
+    return f"{type(e).__name__}: {line.rstrip('.')}" if line else type(e).__name__
 
 
 def import_function(spec: str) -> Callable[..., Any]:

@@ -158,3 +158,17 @@ def test_a_torch_export_program_loads_and_runs(world, tmp_path):
     assert len(json.loads(js.read_text())["policy_check"]["per_dim"]) == 5
     (tmp_path / "bad.pt2").write_bytes(b"not a program")
     assert _run(world, str(tmp_path / "bad.pt2")) == 2
+
+
+def test_real_actions_stuck_over_the_first_steps_collapse_early():
+    rng = np.random.default_rng(4)
+    steps = [s for _ in range(4) for s in range(10)]  # 4 episodes of 10 steps
+    sim = rng.normal(size=(40, 2))
+    real = sim + rng.normal(0, 0.05, size=(40, 2))
+    early = np.array(steps) < 5
+    real[early, 0] = 0.2  # dimension 0 stuck at the start of every real episode
+    pc = compare_actions(sim, real, [f"k{i}" for i in range(40)], steps)
+    assert pc.n_early == 20 and pc.early_collapsed == (0,) and not pc.per_dim[0].collapsed
+    f = policy_findings(pc)[0]
+    assert f.code == "action_collapse" and f.evidence["early_dims"] == [0]
+    assert compare_actions(sim, real, [f"k{i}" for i in range(40)]).early_collapsed == ()  # no steps, no early check

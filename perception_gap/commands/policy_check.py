@@ -129,7 +129,8 @@ def execute(args: argparse.Namespace) -> int:
         a_sim, a_real, used, skipped = run_policy(policy, prep, keys, sim_rows, real_rows, args.batch_size)
     except EncoderError as e:
         raise InputError(str(e)) from None
-    pc = compare_actions(a_sim, a_real, used)
+    step_of = {k: r["step"] if r["step"] is not None else rr["step"] for k, r, rr in zip(keys, sim_rows, real_rows)}
+    pc = compare_actions(a_sim, a_real, used, [step_of[k] for k in used])
     section = {"policy": args.policy, **pc.to_dict(), "skipped": skipped}
     worst = max((d.paired_diff_rel for d in pc.per_dim if np.isfinite(d.paired_diff_rel)), default=None)
     section["gate"] = gate("max_paired_diff_rel", worst, args.max_rel_diff)
