@@ -176,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     dm = sub.add_parser("demo", parents=[common], help="build the built-in paired MuJoCo demo set, then run it",
                         description="Render a small paired tabletop data set with MuJoCo (sim: RGB, depth, "
                                     "segmentation; real: the same states through a camera model), run a colour "
-                                    "detector on both, then run the whole analysis into DIR/report.html.")
+                                    "detector on both, then run the whole analysis into DIR/report.html and "
+                                    "policy-check, replay and reprojection on the demo's own inputs into DIR/after/.")
     dm.add_argument("--out", required=True, help="output folder (data, catalog, results.json, report.html)")
     dm.add_argument("--inject", help="add one plumbing fault to the demo (a finding code, e.g. channel_swap)")
     dm.add_argument("--encoders", action="append", help="encoders for the run (default: every available one)")
