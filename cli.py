@@ -225,12 +225,55 @@ def build_parser() -> argparse.ArgumentParser:
     dm = sub.add_parser("demo", parents=[common], help="build the built-in paired MuJoCo demo set, then run it",
                         description="Render a small paired tabletop data set with MuJoCo (sim: RGB, depth, "
                                     "segmentation; real: the same states through a camera model), run a colour "
-                                    "detector on both, then run the whole analysis into DIR/report.html.")
+                                    "detector on both, then run the whole analysis into DIR/report.html and "
+                                    "policy-check, replay and reprojection on the demo's own inputs into DIR/after/.")
     dm.add_argument("--out", required=True, help="output folder (data, catalog, results.json, report.html)")
     dm.add_argument("--inject", help="add one plumbing fault to the demo (a finding code, e.g. channel_swap)")
     dm.add_argument("--encoders", action="append", help="encoders for the run (default: every available one)")
     dm.set_defaults(func=_command("demo"))
+    _geometry_parsers(sub, common)
     return p
+
+
+def _geometry_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """policy-check, replay, reprojection: the checks after the gap hunt (README: After the gap hunt)."""
+    pc = sub.add_parser("policy-check", parents=[common], help="matched sim/real observations through a frozen policy",
+                        description="Push paired sim and real frames (with their proprio) through a frozen policy "
+                                    "(TorchScript file, torch.export .pt2 program, or module:function) called as "
+                                    "policy(images float32 N x 3 x H x W in [0, 1], proprio float32 N x D) -> (N, A) "
+                                    "actions; compare the actions per dimension. Exit 1 when --max-rel-diff is crossed.")
+    pc.add_argument("--policy", required=True, metavar="SPEC", help="policy.pt (TorchScript), program.pt2, or "
+                                                                    "module:function / file.py:function")
+    pc.add_argument("--preprocess", metavar="module:function", help="the policy's own preprocessing: called as "
+                                                                    "fn(images, proprio) -> (images, proprio), numpy in and out")
+    pc.add_argument("--sim", required=True, help="sim set name")
+    pc.add_argument("--real", required=True, help="real set name")
+    pc.add_argument("--batch-size", type=int, default=32, help="frames per policy call (default 32)")
+    pc.add_argument("--max-rel-diff", type=float, metavar="R", help="gate: exit 1 when any dimension's "
+                                                                    "|real - sim| / sim std exceeds R")
+    pc.add_argument("--out", help="output folder (results.json, report.html)")
+    pc.add_argument("--json", help="write the results to this JSON file")
+    pc.set_defaults(func=_command("policy_check"))
+
+    file_checks = (
+        ("replay", "logged real vs open-loop sim end-effector trajectories",
+         ("Per-step translation and geodesic rotation error between real and open-loop sim end-effector poses (CSV "
+          "or JSONL rows: episode, step, domain, x, y, z, qw, qx, qy, qz, optional contact), the step where "
+          "divergence starts and whether it starts at first contact. Exit 1 when --max-translation-m is crossed."),
+         "CSV or JSONL pose log", "--max-translation-m", "M", "gate: exit 1 when the mean translation error exceeds M m"),
+        ("reprojection", "sim vs real camera models: reprojection error surface",
+         ("Project a workspace grid through the sim and the real camera (OpenCV pinhole + k1, k2, p1, p2, k3; camera "
+          "pose in the robot base frame) and measure where they disagree. Exit 1 when --max-mean-px is crossed."),
+         'JSON: {"sim": CAM, "real": CAM, "grid": {...}, "points": [...]}', "--max-mean-px", "PX",
+         "gate: exit 1 when the mean error exceeds PX"),
+    )
+    for name, short, description, file_help, gate_flag, gate_metavar, gate_help in file_checks:
+        fc = sub.add_parser(name, parents=[common], help=short, description=description)
+        fc.add_argument("file", metavar="FILE", help=file_help)
+        fc.add_argument(gate_flag, type=float, metavar=gate_metavar, help=gate_help)
+        fc.add_argument("--out", help="output folder (results.json, report.html)")
+        fc.add_argument("--json", help="write the results to this JSON file")
+        fc.set_defaults(func=_command(name))
 
 
 def _silence_stdout() -> None:

@@ -150,3 +150,30 @@ def test_run_end_to_end_with_detection(clean_demo, tmp_path):
     for name in (files.sim_set, files.real_set):
         assert det[name]["colour"]["AP"] is not None and 0.0 <= det[name]["colour"]["AP"] <= 1.0
     assert res["findings"] and res["findings"][0]["severity"] != "bug"
+
+
+def test_demo_after_the_gap_hunt_inputs_give_their_known_answers(clean_demo, tmp_path):
+    """The demo's policy, replay log and cameras: contact at the drawn steps, a structured camera error."""
+    import argparse
+
+    from perception_gap.commands.demo import _after
+    from perception_gap.demo.after import ORBIT_DEG
+
+    files, db = clean_demo
+    assert _after(argparse.Namespace(quiet=True, main=cli.main), files, db, tmp_path) == 0
+    res = json.loads((tmp_path / "after" / "results.json").read_text())
+    assert res["policy_check"]["n_pairs"] == files.n_frames and len(res["policy_check"]["per_dim"]) == 4
+    log = (files.root / "after" / "replay.csv").read_text().splitlines()
+    first_contact = {}
+    for line in log[1:]:
+        ep, step, *_, contact = line.split(",")
+        if contact == "1":
+            first_contact.setdefault(ep, int(step))
+    eps = res["replay"]["episodes"]
+    assert [e["divergence_step"] for e in eps] == [first_contact[e["episode"]] for e in eps]
+    assert all(e["cause"] == "contact_divergence" for e in eps)
+    rep = res["reprojection"]
+    assert rep["structured"] and ORBIT_DEG > 0
+    codes = {f["code"] for f in res["findings"]}
+    assert {"contact_divergence", "extrinsics"} <= codes
+    assert "Reprojection" in (tmp_path / "after" / "report.html").read_text()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
+from typing import Any
 
 from perception_gap.catalog import DEFAULT_DB
-from perception_gap.commands.output import check_outputs, fail, say
+from perception_gap.commands.output import check_outputs, dumps, fail, say, write_files
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -35,4 +37,31 @@ def execute(args: argparse.Namespace) -> int:
     run = ["run", "--sim", files.sim_set, "--real", files.real_set, "--out", str(out_dir), "--db", db]
     if args.encoders:
         run += ["--encoders", ",".join(args.encoders)]
-    return args.main(run + (["--quiet"] if args.quiet else []))
+    code = args.main(run + (["--quiet"] if args.quiet else []))
+    return code if code != 0 else _after(args, files, db, out_dir)
+
+
+def _after(args: argparse.Namespace, files: Any, db: str, out_dir: Path) -> int:
+    """policy-check, replay and reprojection on the demo's own inputs, into DIR/after/ (one report)."""
+    from perception_gap.demo.after import build_after_inputs
+    from reports.geometry import render_geometry_report
+
+    after = build_after_inputs(files.root)
+    dest = out_dir / "after"
+    checks = {"policy_check": ["policy-check", "--policy", str(after.policy), "--sim", files.sim_set,
+                               "--real", files.real_set, "--db", db],
+              "replay": ["replay", str(after.replay)], "reprojection": ["reprojection", str(after.cameras)]}
+    merged: dict = {"findings": []}
+    say(args, "\nafter the gap hunt: policy-check, replay, reprojection on the demo's inputs")
+    for section, argv in checks.items():
+        code = args.main(argv + ["--json", str(dest / f"{section}.json")] + (["--quiet"] if args.quiet else []))
+        if code != 0:
+            return code
+        res = json.loads((dest / f"{section}.json").read_text(encoding="utf-8"))
+        merged[section] = res[section]
+        merged["findings"] += res["findings"]
+        merged["version"] = res["version"]
+    text = dumps(merged)
+    write_files([(dest / "report.html", render_geometry_report(json.loads(text))), (dest / "results.json", text)])
+    say(args, f"after-the-gap-hunt report: {dest / 'report.html'}")
+    return 0

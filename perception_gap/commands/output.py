@@ -163,3 +163,33 @@ def encoder_names(spec: list[str] | None) -> list[str] | None:
         return None
     names = parse_encoder_list(spec)
     return [] if [n.lower() for n in names] == ["none"] else names
+
+
+def gate(name: str, value: float | None, threshold: float | None) -> dict[str, Any] | None:
+    """A `--max-...` gate: passed when `value` is at most `threshold` (None without a threshold)."""
+    if threshold is None:
+        return None
+    passed = value is not None and math.isfinite(value) and value <= threshold
+    return {"name": name, "value": value, "threshold": threshold, "passed": bool(passed)}
+
+
+def finish_check(args: argparse.Namespace, section: str, res: dict[str, Any], summary: list[str]) -> int:
+    """Write a geometry check's `--json` file and `--out` folder, print its summary; 1 when its gate failed."""
+    from reports.geometry import render_geometry_report
+
+    text = dumps(res)
+    files = []
+    if getattr(args, "out", None):
+        out = Path(args.out)
+        files = [(out / "report.html", render_geometry_report(json.loads(text))), (out / "results.json", text)]
+    if args.json:
+        files.append((Path(args.json), text))
+    if files:
+        write_files(files)
+    g = res[section].get("gate")
+    for line in summary + [f"  finding {f['code']} ({f['severity']}): {f['title']}" for f in res["findings"]]:
+        say(args, line)
+    if g is not None:
+        say(args, f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {'passed' if g['passed'] else 'FAILED'}")
+        return 0 if g["passed"] else 1
+    return 0

@@ -1,0 +1,195 @@
+"""Reprojection error between a sim and a real camera over a workspace grid.
+
+Each grid point (robot base frame) is projected through both cameras; its error is the pixel
+distance between the two projections. A point behind either camera (or beyond a camera's
+monotonic distortion range) counts as `behind`; one that falls outside either image counts as
+`outside`; both are excluded from the statistics and counted.
+
+Growth: the error is regressed on each point's distance from the calibration centre, defined
+here as the centre of the grid's bounds ((min + max) / 2, the middle of the workspace where a
+calibration target usually sits), by Theil-Sen (the median of pairwise slopes, robust to a
+few wild points). The error is *structured* (an `extrinsics` finding) when the fitted growth
+across the grid (slope × the largest distance) is at least STRUCTURE_MIN_GROWTH_PX and at least
+STRUCTURE_MIN_SHARE of the mean error; an error that does not grow with distance (a principal
+point offset, a small pure shift) is *flat*.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from perception_gap.errors import InputError
+from perception_gap.findings import Finding
+from perception_gap.geometry.camera import Camera, project
+
+MAX_GRID_POINTS = 100_000
+STRUCTURE_MIN_GROWTH_PX = 1.0
+STRUCTURE_MIN_SHARE = 0.25
+THEIL_SEN_MAX_POINTS = 1500  # pairwise slopes are O(n²): a fixed random subset above this
+
+
+def grid_points(lo: Any, hi: Any, step: Any) -> np.ndarray:
+    """(N, 3) points from `lo` to `hi` inclusive every `step` metres along each axis.
+
+    Raises:
+        InputError: bounds not 3 finite numbers with min <= max, step not positive, or too
+            many points (more than MAX_GRID_POINTS).
+    """
+    try:
+        a, b, s = (np.asarray(v, dtype=np.float64) for v in (lo, hi, step))
+    except (TypeError, ValueError):
+        raise InputError(f"Expected `grid` min/max as [x, y, z] and step in metres, got {lo!r}, {hi!r}, {step!r}.") from None
+    if a.shape != (3,) or b.shape != (3,) or not (np.isfinite(a).all() and np.isfinite(b).all()) or (a > b).any():
+        raise InputError(f"Expected `grid.min` and `grid.max` as [x, y, z] with min <= max, got {lo!r} and {hi!r}.")
+    if s.shape != () or not math.isfinite(float(s)) or float(s) <= 0:
+        raise InputError(f"Expected `grid.step` to be a positive number of metres, got {step!r}.")
+    counts = np.floor((b - a) / float(s) + 1e-9).astype(np.int64) + 1
+    if int(np.prod(counts)) > MAX_GRID_POINTS:
+        raise InputError(f"Expected at most {MAX_GRID_POINTS} grid points, got {int(np.prod(counts))} "
+                         f"({' x '.join(map(str, counts))}); use a larger `grid.step`.")
+    axes = [a[i] + float(s) * np.arange(counts[i]) for i in range(3)]
+    return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+
+
+@dataclass(frozen=True)
+class KnownPoints:
+    """Known 3D points with the pixels the real camera observed them at.
+
+    Attributes:
+        xyz: (M, 3) base-frame points, metres.
+        observed_px: (M, 2) observed pixels in the real image.
+        real_error_px, sim_error_px: (M,) distance from each model's projection to the observed
+            pixel (NaN where the point is behind that camera).
+    """
+
+    xyz: np.ndarray
+    observed_px: np.ndarray
+    real_error_px: np.ndarray
+    sim_error_px: np.ndarray
+
+    def to_dict(self) -> dict[str, Any]:
+        def rms(e: np.ndarray) -> float | None:
+            ok = e[np.isfinite(e)]
+            return float(np.sqrt(np.mean(ok ** 2))) if ok.size else None
+
+        return {"n": len(self.xyz), "real_rms_px": rms(self.real_error_px), "sim_rms_px": rms(self.sim_error_px),
+                "per_point": [{"xyz": p.tolist(), "pixel": o.tolist(), "real_error_px": _num(r), "sim_error_px": _num(s)}
+                              for p, o, r, s in zip(self.xyz, self.observed_px, self.real_error_px, self.sim_error_px)]}
+
+
+def _num(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class Reprojection:
+    """The reprojection error surface (higher is worse).
+
+    Attributes:
+        points: (N, 3) grid points, metres, base frame.
+        error_px: (N,) sim-vs-real pixel distance, NaN where excluded.
+        n_behind, n_outside: grid points excluded (behind a camera; outside an image).
+        mean, median, max: over the valid points, px (NaN without any).
+        centre: (3,) the calibration centre (centre of the grid bounds), metres.
+        slope_px_per_m, intercept_px: Theil-Sen fit of error against distance from `centre`.
+        growth_px: slope × the largest distance of a valid point from `centre`.
+        structured: the error grows with distance (see the module docstring).
+        known: the known-points check, when given.
+    """
+
+    points: np.ndarray
+    error_px: np.ndarray
+    n_behind: int
+    n_outside: int
+    mean: float
+    median: float
+    max: float
+    centre: np.ndarray
+    slope_px_per_m: float
+    intercept_px: float
+    growth_px: float
+    structured: bool
+    known: KnownPoints | None = None
+    higher_is_gap: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        valid = int(np.isfinite(self.error_px).sum())
+        out = {"mean": _num(self.mean), "median": _num(self.median), "max": _num(self.max),
+               "slope_px_per_m": _num(self.slope_px_per_m), "intercept_px": _num(self.intercept_px),
+               "growth_px": _num(self.growth_px), "structured": self.structured, "centre": self.centre.tolist(),
+               "n_points": len(self.points), "n_valid": valid, "n_behind": self.n_behind,
+               "n_outside": self.n_outside,
+               "grid": {"points": np.round(self.points, 6).tolist(),
+                        "error_px": [_num(round(float(e), 4)) for e in self.error_px]}}
+        if self.known is not None:
+            out["points"] = self.known.to_dict()
+        return out
+
+
+def theil_sen(x: np.ndarray, y: np.ndarray, *, random_state: int = 0) -> tuple[float, float]:
+    """(slope, intercept): median of pairwise slopes, then median of y - slope x."""
+    if len(x) > THEIL_SEN_MAX_POINTS:
+        idx = np.random.default_rng(random_state).choice(len(x), THEIL_SEN_MAX_POINTS, replace=False)
+        x, y = x[idx], y[idx]
+    i, j = np.triu_indices(len(x), k=1)
+    dx = x[j] - x[i]
+    keep = dx > 1e-12
+    keep |= dx < -1e-12
+    if not keep.any():
+        return 0.0, float(np.median(y)) if len(y) else math.nan
+    slope = float(np.median((y[j] - y[i])[keep] / dx[keep]))
+    return slope, float(np.median(y - slope * x))
+
+
+def reprojection_error(sim: Camera, real: Camera, points: np.ndarray, *,
+                       known_xyz: np.ndarray | None = None, known_px: np.ndarray | None = None) -> Reprojection:
+    """Reprojection error of each grid point between the sim and the real camera.
+
+    Args:
+        sim, real: the two cameras.
+        points: (N, 3) grid points in the base frame, metres.
+        known_xyz: optional (M, 3) known 3D points; with `known_px` (M, 2) their observed
+            pixels in the real image.
+    """
+    uv_s, front_s, in_s = project(sim, points)
+    uv_r, front_r, in_r = project(real, points)
+    front = front_s & front_r
+    valid = in_s & in_r
+    err = np.where(valid, np.linalg.norm(uv_s - uv_r, axis=1), np.nan)
+    centre = (points.min(axis=0) + points.max(axis=0)) / 2 if len(points) else np.zeros(3)
+    e = err[valid]
+    if e.size:
+        dist = np.linalg.norm(points[valid] - centre, axis=1)
+        slope, intercept = theil_sen(dist, e)
+        growth = slope * float(dist.max())
+        mean, median, mx = float(e.mean()), float(np.median(e)), float(e.max())
+    else:
+        slope = intercept = growth = mean = median = mx = math.nan
+    structured = bool(e.size) and growth >= STRUCTURE_MIN_GROWTH_PX and growth >= STRUCTURE_MIN_SHARE * mean
+    known = None
+    if known_xyz is not None and known_px is not None:
+        ks, _, _ = project(sim, known_xyz)
+        kr, _, _ = project(real, known_xyz)
+        known = KnownPoints(known_xyz, known_px, np.linalg.norm(kr - known_px, axis=1),
+                            np.linalg.norm(ks - known_px, axis=1))
+    return Reprojection(points, err, int((~front).sum()), int((front & ~valid).sum()), mean, median, mx, centre,
+                        slope, intercept, growth, structured, known)
+
+
+def reprojection_findings(r: Reprojection) -> list[Finding]:
+    """`extrinsics` when the error grows with distance from the calibration centre."""
+    if not r.structured:
+        return []
+    return [Finding(
+        "extrinsics", "bug",
+        f"Sim and real cameras disagree by {r.mean:.3g} px on average (max {r.max:.3g}), growing "
+        f"{r.slope_px_per_m:.3g} px per metre away from the workspace centre: the camera poses differ.",
+        {"mean_px": r.mean, "max_px": r.max, "slope_px_per_m": r.slope_px_per_m, "growth_px": r.growth_px,
+         "centre": r.centre.tolist()},
+        "Re-run the hand-eye calibration or copy the calibrated real pose into the sim camera; check the "
+        "frame conventions (OpenCV vs OpenGL axes, base frame vs world frame) on both sides.",
+        score=r.growth_px)]

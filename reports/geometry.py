@@ -1,0 +1,181 @@
+"""HTML report of the geometry checks (`policy-check`, `replay`, `reprojection`): tables and plots.
+
+Reads the sections those commands write to results.json and lays them out; every number
+drawn is already in the results (the policy's per-dimension quantiles, the per-step errors,
+the grid's per-point errors and the fitted slope).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from reports.format import num
+from reports.plots import REAL_COLOR, SIM_COLOR, _figure, _png
+
+MAX_LAYERS = 4
+
+
+def _ok(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _img(src: Markup | None, alt: str) -> str:
+    return f'<img class="plot" alt="{escape(alt)}" src="{src}">' if src else ""
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], ident: str) -> str:
+    th = "".join(f"<th>{escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f'<td class="n">{escape(c if isinstance(c, str) else num(c))}</td>'
+                                    for c in r) + "</tr>" for r in rows)
+    return f'<table id="{ident}"><tr>{th}</tr>{body}</table>'
+
+
+def policy_plot(per_dim: Sequence[Mapping[str, Any]]) -> Markup | None:
+    """Sim vs real action distribution per dimension, drawn as boxes from the stored quantiles."""
+    stats = []
+    for i, d in enumerate(per_dim[:24]):
+        for dom in ("sim", "real"):
+            q = d.get(f"{dom}_quantiles")
+            if isinstance(q, list) and len(q) == 5 and all(_ok(v) for v in q):
+                stats.append(({"whislo": q[0], "q1": q[1], "med": q[2], "q3": q[3], "whishi": q[4], "fliers": [],
+                               "label": f"{i}{dom[0]}"}, dom))
+    if not stats:
+        return None
+    fig = _figure(max(4.0, 0.4 * len(stats) + 1.5), 3.2)
+    ax = fig.add_subplot()
+    boxes = ax.bxp([s for s, _ in stats], showfliers=False, patch_artist=True)
+    for patch, (_, dom) in zip(boxes["boxes"], stats):
+        patch.set_facecolor(SIM_COLOR if dom == "sim" else REAL_COLOR)
+    ax.set_title("actions per dimension (s = sim, r = real; p5-p25-p50-p75-p95)", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def replay_plot(episode: Mapping[str, Any]) -> Markup | None:
+    """Translation (mm) and rotation (deg) error per step, onset and first contact marked."""
+    steps, tr, rot = episode.get("steps") or [], episode.get("translation_error") or [], episode.get("rotation_error_deg") or []
+    if not steps:
+        return None
+    fig = _figure(6.4, 3.0)
+    ax = fig.add_subplot()
+    ax.plot(steps, [t * 1000 if _ok(t) else math.nan for t in tr], color=REAL_COLOR, label="translation (mm)")
+    ax2 = ax.twinx()
+    ax2.plot(steps, [r if _ok(r) else math.nan for r in rot], color=SIM_COLOR, label="rotation (deg)")
+    for key, style in (("divergence_step", "--"), ("first_contact_step", ":")):
+        if _ok(episode.get(key)):
+            ax.axvline(episode[key], color="#c0392b", ls=style, lw=1, label=key.replace("_", " "))
+    ax.set_xlabel("step")
+    ax.set_ylabel("translation error (mm)")
+    ax2.set_ylabel("rotation error (deg)")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(f"episode {episode.get('episode')}", fontsize=10)
+    return _png(fig)
+
+
+def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
+    """Heatmaps of the error per grid layer (z), and error against distance with the fitted line."""
+    grid = rep.get("grid") or {}
+    pts, err = grid.get("points") or [], grid.get("error_px") or []
+    if not pts:
+        return []
+    zs = sorted({round(p[2], 6) for p in pts})
+    if len(zs) > MAX_LAYERS:
+        zs = [zs[round(i * (len(zs) - 1) / (MAX_LAYERS - 1))] for i in range(MAX_LAYERS)]
+    vals = [e for e in err if _ok(e)]
+    vmax = max(vals) if vals else 1.0
+    fig = _figure(3.2 * len(zs) + 0.8, 3.0)
+    for k, z in enumerate(zs):
+        ax = fig.add_subplot(1, len(zs), k + 1)
+        layer = [(p, e) for p, e in zip(pts, err) if round(p[2], 6) == z]
+        ok = [(p, e) for p, e in layer if _ok(e)]
+        bad = [p for p, e in layer if not _ok(e)]
+        sc = ax.scatter([p[0] for p, _ in ok], [p[1] for p, _ in ok], c=[e for _, e in ok], marker="s", s=18,
+                        cmap="magma", vmin=0, vmax=vmax)
+        if bad:
+            ax.scatter([p[0] for p in bad], [p[1] for p in bad], marker="x", s=10, color="#999")
+        ax.set_title(f"z = {z:.3g} m", fontsize=9)
+        ax.set_xlabel("x (m)", fontsize=8)
+        ax.set_aspect("equal", adjustable="datalim")
+    fig.colorbar(sc, ax=fig.axes, label="error (px)")
+    out = [_png(fig)]
+    centre, slope, icpt = rep.get("centre"), rep.get("slope_px_per_m"), rep.get("intercept_px")
+    if isinstance(centre, list) and _ok(slope) and _ok(icpt):
+        fig2 = _figure(4.8, 3.0)
+        ax = fig2.add_subplot()
+        d = [math.dist(p, centre) for p, e in zip(pts, err) if _ok(e)]
+        ax.scatter(d, vals, s=6, color="#7f8c8d")
+        if d:
+            ax.plot([0, max(d)], [icpt, icpt + slope * max(d)], color="#c0392b", label=f"{slope:.3g} px/m")
+            ax.legend(fontsize=8)
+        ax.set_xlabel("distance from the grid centre (m)")
+        ax.set_ylabel("error (px)")
+        out.append(_png(fig2))
+    return out
+
+
+def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
+    if not findings:
+        return "<p>No finding.</p>"
+    return "".join(f'<div class="finding"><strong>{escape(f.get("severity", ""))}</strong> <code>{escape(f.get("code", ""))}'
+                   f'</code> {escape(f.get("title", ""))}<br><em>Action:</em> {escape(f.get("action", ""))}</div>'
+                   for f in findings)
+
+
+def _gate(section: Mapping[str, Any]) -> str:
+    g = section.get("gate")
+    if not isinstance(g, Mapping):
+        return ""
+    verdict = "passed" if g.get("passed") else "FAILED"
+    return (f'<p class="gate">Gate <code>{escape(g.get("name"))}</code>: {num(g.get("value"))} against '
+            f'{num(g.get("threshold"))}: <strong>{verdict}</strong></p>')
+
+
+def _policy(pc: Mapping[str, Any]) -> str:
+    rows = [[str(i), d.get("sim_std"), d.get("real_std"), d.get("paired_diff_mean"), d.get("paired_diff_rel")]
+            for i, d in enumerate(pc.get("per_dim") or [])]
+    return (f"<h2>Policy check</h2><p>{num(pc.get('n_pairs'))} pairs through <code>{escape(pc.get('policy', ''))}</code>.</p>"
+            + _gate(pc) + _table(["dim", "sim std", "real std", "paired diff (real - sim)", "|diff| / sim std"], rows,
+                                 "policy-dims") + _img(policy_plot(pc.get("per_dim") or []), "actions"))
+
+
+def _replay(rp: Mapping[str, Any]) -> str:
+    tr, rot = rp.get("translation_error") or {}, rp.get("rotation_error_deg") or {}
+    head = (f"<h2>Replay</h2><p>Mean translation error {num((tr.get('mean') or 0) * 1000)} mm, mean rotation error "
+            f"{num(rot.get('mean'))} deg, divergence from step {num(rp.get('divergence_step'))}.</p>")
+    rows = [[str(e.get("episode")), e.get("translation_mean"), e.get("rotation_mean_deg"), e.get("divergence_step"),
+             e.get("first_contact_step"), str(e.get("cause") or "-")] for e in rp.get("episodes") or []]
+    plots = "".join(_img(replay_plot(e), "replay") for e in (rp.get("episodes") or [])[:3])
+    return head + _gate(rp) + _table(["episode", "translation mean (m)", "rotation mean (deg)", "divergence step",
+                                      "first contact", "cause"], rows, "replay-episodes") + plots
+
+
+def _reprojection(rep: Mapping[str, Any]) -> str:
+    rows = [[k, rep.get(k)] for k in ("mean", "median", "max", "slope_px_per_m", "growth_px", "structured", "n_points",
+                                      "n_valid", "n_behind", "n_outside")]
+    known = rep.get("points")
+    extra = (f"<p>Known points: {num(known.get('n'))}; real model RMS {num(known.get('real_rms_px'))} px, sim model "
+             f"RMS {num(known.get('sim_rms_px'))} px.</p>") if isinstance(known, Mapping) else ""
+    return ("<h2>Reprojection</h2>" + _gate(rep) + _table(["", "value"], rows, "reprojection-summary") + extra
+            + "".join(_img(p, "reprojection") for p in reprojection_plots(rep)))
+
+
+def render_geometry_report(results: Mapping[str, Any]) -> str:
+    """One self-contained HTML page for whichever of `policy_check`, `replay`, `reprojection` is present."""
+    parts = []
+    if isinstance(results.get("policy_check"), Mapping):
+        parts.append(_policy(results["policy_check"]))
+    if isinstance(results.get("replay"), Mapping):
+        parts.append(_replay(results["replay"]))
+    if isinstance(results.get("reprojection"), Mapping):
+        parts.append(_reprojection(results["reprojection"]))
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>perception-gap geometry report"
+            "</title><style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:auto;padding:1em}"
+            "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:.2em .5em}"
+            ".finding{border-left:4px solid #d9822b;padding:.2em .8em;margin:.6em 0}img.plot{max-width:100%}"
+            "</style></head><body><h1>After the gap hunt: policy, replay, reprojection</h1>"
+            f"<p>perception-gap {escape(results.get('version', ''))}</p><h2>Findings</h2>"
+            + _findings(results.get("findings") or []) + "".join(parts) + "</body></html>")

@@ -1,0 +1,110 @@
+"""policy-check, replay and reprojection through the command line: outputs, gates, one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cli import main
+from tests.test_geometry import _cam, _look_down, _rot
+
+REPO_CLI = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "cli.py")
+
+
+def _cams(tmp_path, real_T=None, **extra):
+    T = _look_down(1.0)
+    spec = {"sim": _cam(T), "real": _cam(T if real_T is None else real_T),
+            "grid": {"min": [-0.2, -0.2, 0], "max": [0.2, 0.2, 0.0], "step": 0.05}, **extra}
+    path = tmp_path / "cams.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def test_reprojection_writes_its_section_report_and_gates(tmp_path, capsys):
+    T = _look_down(1.0)
+    T[:3, :3] = T[:3, :3] @ _rot("z", 2.0)
+    f = _cams(tmp_path, T)
+    out, js = tmp_path / "out", tmp_path / "r.json"
+    assert main(["reprojection", str(f), "--out", str(out), "--json", str(js), "--max-mean-px", "100"]) == 0
+    res = json.loads(js.read_text())
+    rep = res["reprojection"]
+    assert {"mean", "max", "slope_px_per_m", "grid"} <= set(rep) and rep["gate"]["passed"]
+    assert len(rep["grid"]["points"]) == len(rep["grid"]["error_px"]) == 9 * 9
+    assert [x["code"] for x in res["findings"]] == ["extrinsics"]
+    html = (out / "report.html").read_text()
+    assert "Reprojection" in html and html.count("data:image/png;base64") == 2
+    assert json.loads((out / "results.json").read_text()) == res
+    capsys.readouterr()
+    assert main(["reprojection", str(f), "--max-mean-px", "1", "-q"]) == 1
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("patch, needle", [
+    ({"real": {**_cam(_look_down()), "K": [[0, 0, 320], [0, 600, 240], [0, 0, 1]]}}, "singular camera"),
+    ({"real": {**_cam(_look_down()), "T_base_cam": np.diag([2.0, 1, 1, 1]).tolist()}}, "rotation"),
+    ({"grid": {"min": [0, 0, 0], "max": [1, 1, 1]}}, "grid"),
+    ({"points": [{"xyz": [0, 0]}]}, "points"),
+])
+def test_reprojection_bad_input_is_one_line_exit_2(tmp_path, capsys, patch, needle):
+    f = _cams(tmp_path)
+    f.write_text(json.dumps({**json.loads(f.read_text()), **patch}))
+    assert main(["reprojection", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err
+
+
+def test_reprojection_non_json_file_through_a_real_process(tmp_path):
+    f = tmp_path / "cams.json"
+    f.write_text("{not json")
+    p = subprocess.run([sys.executable, REPO_CLI, "reprojection", str(f)], capture_output=True, text=True, timeout=60, check=False)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "JSON" in p.stderr
+
+
+def _replay_log(tmp_path, offset: float, ext: str = "csv"):
+    rows = []
+    for ep in ("a", "b"):
+        for step in range(30):
+            for dom in ("sim", "real"):
+                x = 0.01 * step + (offset if dom == "real" else 0.0)
+                rows.append({"episode": ep, "step": step, "domain": dom, "x": x, "y": 0.0, "z": 0.3,
+                             "qw": 1.0, "qx": 0.0, "qy": 0.0, "qz": 0.0, "contact": int(step >= 12)})
+    path = tmp_path / f"log.{ext}"
+    if ext == "csv":
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    else:
+        path.write_text("\n".join(json.dumps(r) for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("ext", ["csv", "jsonl"])
+def test_replay_gives_back_a_known_offset_and_gates(tmp_path, ext):
+    f = _replay_log(tmp_path, 0.02, ext)
+    js = tmp_path / "r.json"
+    assert main(["replay", str(f), "--json", str(js), "--max-translation-m", "0.05", "-q"]) == 0
+    rp = json.loads(js.read_text())["replay"]
+    assert rp["translation_error"]["mean"] == pytest.approx(0.02)
+    assert rp["translation_error"]["per_step"] == pytest.approx([0.02] * 30)
+    assert rp["divergence_step"] == 0 and rp["gate"]["passed"]
+    out = ["--out", str(tmp_path / "o")] if ext == "csv" else []  # the report once: plotting is slow
+    assert main(["replay", str(f), "--max-translation-m", "0.01", "-q", *out]) == 1
+    if out:
+        assert "Replay" in (tmp_path / "o" / "report.html").read_text()
+
+
+def test_replay_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    f = _replay_log(tmp_path, 0.0)
+    text = f.read_text()
+    for bad, needle in ((text.replace(",real,", ",robot,", 1), "domain"), (text.replace("qw", "w", 1), "missing qw"),
+                        ("episode,step\na,1\n", "missing"), (text.replace(",1.0,0.0,0.0,0.0,", ",0,0,0,0,", 1), "non-zero")):
+        f.write_text(bad)
+        assert main(["replay", str(f)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and needle in err, err
