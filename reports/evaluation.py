@@ -13,10 +13,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from reports.format import MISSING, ci, compact, num, signed
-from reports.plots import PALETTE, _figure, _label, _ok, _png
-
-# the report's palette order: the reference (real) side first, sim second
-REAL_COLOR, SIM_COLOR = PALETTE[0], PALETTE[1]
+from reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _ok, _png
 
 MAX_ROWS = 60
 

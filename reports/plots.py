@@ -18,6 +18,8 @@ MAX_BARS = 40
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies. One colour per set, kept
 # the same in every plot of a report (see set_colours); the reference set (real, baseline) comes first.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")
+# two-sided pages (rollouts, geometry): the reference (real) side first, as set_colours orders sets
+REAL_COLOR, SIM_COLOR = PALETTE[0], PALETTE[1]
 
 
 def set_colours(names: Sequence[Any]) -> dict[str, str]:
