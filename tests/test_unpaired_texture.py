@@ -100,3 +100,38 @@ def test_unpaired_same_filter_and_blur_are_not_resize(voc_photos):
                       image_set("r", "real", blurred, keys=[f"q{i}" for i in range(6)])))
     assert "resize_filter" not in found, list(found)
     assert "sharpness" in found and found["sharpness"].evidence["sharper_side"] == "sim"
+
+
+def _jpeg_frames(images, quality: int, keys, subsampling: int = -1):
+    """FrameRecords of `images` stored as JPEG files at `quality` (statistics read the quantization tables)."""
+    import io
+
+    from PIL import Image
+
+    from perception_gap.statistics.image import image_stats_pil
+    from perception_gap.statistics.records import FrameRecord, SetRecords
+
+    frames = []
+    for k, a in zip(keys, images):
+        buf = io.BytesIO()
+        Image.fromarray(a).save(buf, format="JPEG", quality=quality, subsampling=subsampling)
+        buf.seek(0)
+        with Image.open(buf) as im:
+            frames.append(FrameRecord(pair_key=k, image=image_stats_pil(im)))
+    return SetRecords("r", "real", tuple(frames))
+
+
+@pytest.mark.parametrize("quality, named", [(30, True), (90, False)])
+def test_unpaired_low_quality_jpeg_against_lossless(scenes_unpaired, quality, named):
+    """Only the real side is JPEG files (4:4:4, so chroma subsampling plays no part): q30 (the estimate reads
+    the quantization tables) is named compression on the real side with its quality; q90 is not named."""
+    sim_imgs, real_imgs = scenes_unpaired
+    real = _jpeg_frames(real_imgs, quality, [f"q{i}" for i in range(6)], subsampling=0)
+    found = codes(run(image_set("s", "sim", sim_imgs), real))
+    assert ("compression" in found) == named, list(found)
+    if named:
+        ev = found["compression"].evidence
+        assert ev["compressed_side"] == "real" and ev["jpeg_quality_sim"] is None
+        assert ev["signature"] == "jpeg_quality"
+        assert abs(ev["jpeg_quality_real"] - quality) <= 3
+        assert "sensor_noise" not in found

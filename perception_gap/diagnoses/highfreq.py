@@ -95,6 +95,11 @@ class Side:
         """(n, N_BANDS) band power with the side's own white-noise power sigma^2 removed (floored)."""
         return np.maximum(self.power - (self.noise ** 2)[:, None], MIN_SIGNAL_SHARE * self.power)
 
+    def jpeg_quality(self) -> float:
+        """Median estimated JPEG quality when most frames are JPEG files, else NaN."""
+        q = self.quality[np.isfinite(self.quality)]
+        return float(np.median(q)) if 2 * q.size > self.quality.size else math.nan
+
     def corner_over_noise(self) -> np.ndarray:
         """(n,) log10 of the corner-band power over the flat-region noise variance (NaN without noise).
 
@@ -159,6 +164,8 @@ class HighFreq:
         parity: duplicate-pixel parity.
         slope: per-frame log10 power of the corner band over the upper band (0.25-0.35), the
             spectrum's fall-off just below and beyond Nyquist: aliasing flattens it whatever the scene.
+        jpeg_quality: (sim, real) median estimated JPEG quality of each side's files, NaN for a
+            side that is mostly not JPEG files (`Side.jpeg_quality`).
         corner_noise: log10 corner-band power over each frame's own noise variance
             (`Side.corner_over_noise`): what tells added noise (pulls it to 0) from aliasing.
     """
@@ -179,6 +186,7 @@ class HighFreq:
     parity: Contrast
     corner_noise: Contrast
     slope: Contrast
+    jpeg_quality: tuple[float, float]
 
     @property
     def sharper(self) -> str:
@@ -258,4 +266,5 @@ def _compare(basis: str, s: Side, r: Side, n: int, brighter: str | None) -> High
         chroma=contrast(np.log2(s.chroma), np.log2(r.chroma), paired),
         parity=contrast(s.parity, r.parity, paired),
         corner_noise=contrast(s.corner_over_noise(), r.corner_over_noise(), paired),
-        slope=contrast(ls[:, CORNER] - ls[:, UPPER], lr[:, CORNER] - lr[:, UPPER], paired))
+        slope=contrast(ls[:, CORNER] - ls[:, UPPER], lr[:, CORNER] - lr[:, UPPER], paired),
+        jpeg_quality=(s.jpeg_quality(), r.jpeg_quality()))

@@ -49,6 +49,10 @@ BLOCK_RATIO = 1.15
 BLOCK_STRONG = 1.3  # a ratio this large is compression even when the noise differs too (JPEG removes noise)
 QUALITY_GAP = 15.0
 QUALITY_MAX = 85.0
+# Unpaired, only one side JPEG files (the other PNG, arrays or video): a median estimated quality
+# at or under QUALITY_LOW is heavy compression whatever the other side holds (the IJG default is
+# 75; the shared cameras' own JPEGs read 75-95), named when that side is also the blockier one.
+QUALITY_LOW = 50.0
 CHROMA_LOG2 = 0.35
 CHROMA_LUMA_MAX = 0.08  # decades of top-band shape change allowed with a chroma-only finding
 
@@ -143,11 +147,24 @@ def _blocky(hf: HighFreq) -> tuple[str, float] | None:
 def _low_quality(hf: HighFreq) -> tuple[str, float] | None:
     q = hf.quality
     if not (math.isfinite(q.sim) and math.isfinite(q.real)):
-        return None
+        return _one_side_low_quality(hf)
     lo = min(q.sim, q.real)
     if abs(q.diff) >= QUALITY_GAP and lo <= QUALITY_MAX and (q.clear or hf.basis == "distribution"):
         return ("sim" if q.sim < q.real else "real"), abs(q.diff) / QUALITY_GAP
     return None
+
+
+def _one_side_low_quality(hf: HighFreq) -> tuple[str, float] | None:
+    """Unpaired: only one side is JPEG files, at QUALITY_LOW or under, and it is the blockier side."""
+    qs, qr = hf.jpeg_quality
+    if hf.basis != "distribution" or math.isfinite(qs) == math.isfinite(qr):
+        return None
+    side, quality = ("sim", qs) if math.isfinite(qs) else ("real", qr)
+    b = hf.blockiness
+    blockier = b.sim > b.real if side == "sim" else b.real > b.sim
+    if quality > QUALITY_LOW or not blockier:
+        return None
+    return side, (QUALITY_MAX - quality) / QUALITY_GAP
 
 
 def _subsampled(hf: HighFreq) -> tuple[str, float] | None:
@@ -177,10 +194,12 @@ def check_compression(ctx: Context) -> Finding | None:
     ev = basis_evidence(hf.basis, hf.n_pairs, ctx)
     ev.update({"compressed_side": side,
                "blockiness_sim": num(hf.blockiness.sim, 3), "blockiness_real": num(hf.blockiness.real, 3),
-               "jpeg_quality_sim": num(hf.quality.sim, 1), "jpeg_quality_real": num(hf.quality.real, 1),
+               "jpeg_quality_sim": num(hf.jpeg_quality[0], 1), "jpeg_quality_real": num(hf.jpeg_quality[1], 1),
                "log2_chroma_detail_sim_minus_real": num(hf.chroma.diff, 3),
                "signature": "jpeg_quality" if quality else ("blockiness" if blocky else "chroma_subsampling")})
-    if quality:
+    if quality and not math.isfinite(hf.quality.diff + hf.quality.sim + hf.quality.real):
+        what = f"JPEG quality about {hf.jpeg_quality[0 if side == 'sim' else 1]:.0f} (the {other} frames are not JPEG files)"
+    elif quality:
         what = f"JPEG quality about {min(hf.quality.sim, hf.quality.real):.0f} vs {max(hf.quality.sim, hf.quality.real):.0f}"
     elif blocky:
         what = (f"8x8 block artefacts (blockiness {max(hf.blockiness.sim, hf.blockiness.real):.2f} vs "
