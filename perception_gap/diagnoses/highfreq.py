@@ -95,6 +95,22 @@ class Side:
         """(n, N_BANDS) band power with the side's own white-noise power sigma^2 removed (floored)."""
         return np.maximum(self.power - (self.noise ** 2)[:, None], MIN_SIGNAL_SHARE * self.power)
 
+    def jpeg_quality(self) -> float:
+        """Median estimated JPEG quality when most frames are JPEG files, else NaN."""
+        q = self.quality[np.isfinite(self.quality)]
+        return float(np.median(q)) if 2 * q.size > self.quality.size else math.nan
+
+    def corner_over_noise(self) -> np.ndarray:
+        """(n,) log10 of the corner-band power over the flat-region noise variance (NaN without noise).
+
+        White noise of variance v adds v to every band, the corners included, so added noise pulls
+        this towards 0 (the corners become noise); aliasing folds energy into the corners and
+        holds it up or raises it, whatever the scene.
+        """
+        v = self.noise ** 2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(v > 0, np.log10(self.power[:, CORNER] / v), np.nan)
+
 
 @dataclass(frozen=True)
 class Contrast:
@@ -146,6 +162,12 @@ class HighFreq:
             change moves fine detail too: clipping adds edges, gain amplifies noise).
         blockiness, quality, chroma: the compression measures (log2 of chroma).
         parity: duplicate-pixel parity.
+        slope: per-frame log10 power of the corner band over the upper band (0.25-0.35), the
+            spectrum's fall-off just below and beyond Nyquist: aliasing flattens it whatever the scene.
+        jpeg_quality: (sim, real) median estimated JPEG quality of each side's files, NaN for a
+            side that is mostly not JPEG files (`Side.jpeg_quality`).
+        corner_noise: log10 corner-band power over each frame's own noise variance
+            (`Side.corner_over_noise`): what tells added noise (pulls it to 0) from aliasing.
     """
 
     basis: str
@@ -162,6 +184,9 @@ class HighFreq:
     quality: Contrast
     chroma: Contrast
     parity: Contrast
+    corner_noise: Contrast
+    slope: Contrast
+    jpeg_quality: tuple[float, float]
 
     @property
     def sharper(self) -> str:
@@ -239,4 +264,7 @@ def _compare(basis: str, s: Side, r: Side, n: int, brighter: str | None) -> High
         blockiness=contrast(s.blockiness, r.blockiness, paired),
         quality=contrast(s.quality, r.quality, paired),
         chroma=contrast(np.log2(s.chroma), np.log2(r.chroma), paired),
-        parity=contrast(s.parity, r.parity, paired))
+        parity=contrast(s.parity, r.parity, paired),
+        corner_noise=contrast(s.corner_over_noise(), r.corner_over_noise(), paired),
+        slope=contrast(ls[:, CORNER] - ls[:, UPPER], lr[:, CORNER] - lr[:, UPPER], paired),
+        jpeg_quality=(s.jpeg_quality(), r.jpeg_quality()))

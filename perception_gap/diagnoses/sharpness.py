@@ -17,7 +17,7 @@ import math
 from perception_gap.diagnoses.common import num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.highfreq import CORNER, MID, TOP, UPPER, HighFreq, analyse
-from perception_gap.diagnoses.texture import noise_fires
+from perception_gap.diagnoses.texture import NOISE_CORNER_MAX, noise_fires
 from perception_gap.findings import Finding
 
 # A high-frequency difference: the top band's shape (relative to the 1/16-1/8 band) differs by
@@ -44,6 +44,16 @@ ALIAS_LOG_SHAPE = 1.0
 # of flat synthetic content. Needs the high-parity side to be the sharper one as well.
 NEAREST_PARITY = 0.45
 NEAREST_PARITY_GAP = 0.15
+# Unpaired, different scenes: the top band's level relative to the 1/16-1/8 band varies so much
+# from scene to scene that a 2-3x aliased downscale (+0.2-0.85 decades) is often not clear over 4-8
+# frames a side. The spectrum's slope at the top (corner over upper band, per frame) varies much
+# less: aliasing flattens it by 0.4-0.85 decades (z 3-16 on the VOC tune photos, 4 frames a side),
+# while the mid band (1/8-1/4) stays within 0.2 decades; a Gaussian blur of sigma >= 1 takes the
+# mid band down by >= 0.6 decades and added noise is told by its noise-filled corners
+# (texture.NOISE_CORNER_MAX). So, unpaired, a clear slope difference of ALIAS_SLOPE with the mid band
+# unmoved, the top band moving the same way and the flatter side's corners above its noise is aliasing.
+ALIAS_SLOPE = 0.4
+ALIAS_MID_MAX = 0.2
 # Filter families as the signatures name them (relative: one side against the other).
 _ALIASED = "aliased: nearest or non-antialiased downscaling (or rendering without anti-aliasing)"
 _ANTIALIASED = "antialiased (area, or bilinear/bicubic with antialias) or optically softer"
@@ -60,7 +70,7 @@ def _hf_signature(hf: HighFreq) -> tuple[float, float] | None:
     if hf.band_clear[MID] and abs(mid) >= HF_TOP[hf.basis] and abs(mid) >= abs(top) and not hf.band_clear[TOP]:
         return abs(mid), -math.inf  # a strong blur takes the top band down to the noise floor: the mid band shows it
     if abs(top) < HF_TOP[hf.basis] or not hf.band_clear[TOP]:
-        return None
+        return _slope_signature(hf)
     if hf.basis == "pairs":
         up = hf.excess[UPPER]
         shape = hf.excess[TOP] / up if up * top > 0 else 0.0  # sharper side's extra power, top over upper
@@ -71,11 +81,25 @@ def _hf_signature(hf: HighFreq) -> tuple[float, float] | None:
     return abs(top), shape
 
 
+def _slope_signature(hf: HighFreq) -> tuple[float, float] | None:
+    """Unpaired aliasing read from the per-frame spectral slope at the top (see ALIAS_SLOPE), or None."""
+    sl, top = hf.slope, hf.bands[TOP]
+    if hf.basis != "distribution" or not sl.clear or abs(sl.diff) < ALIAS_SLOPE or sl.diff * top <= 0:
+        return None
+    if abs(hf.bands[MID]) >= ALIAS_MID_MAX:
+        return None  # the mid band moved: blur (or a scene difference), not aliasing
+    flat_corner = hf.corner_noise.sim if sl.diff > 0 else hf.corner_noise.real
+    if not math.isfinite(flat_corner) or flat_corner <= NOISE_CORNER_MAX:
+        return None  # the flatter side's corners are its noise: not aliasing
+    return abs(top), ALIAS_SHAPE["distribution"]
+
+
 def _hf_evidence(ctx: Context, hf: HighFreq, shape: float | None) -> dict:
     ev = basis_evidence(hf.basis, hf.n_pairs, ctx)
     ev.update({"band_shape_sim_minus_real": nums(hf.bands[MID:], 3),
                "bands_cycles_per_pixel": "1/8-1/4, 0.25-0.35, 0.35-0.5, 0.5-0.72",
                "where_it_sits": num(shape, 3) if shape is not None else None,
+               "top_slope_sim_minus_real": num(hf.slope.diff, 3),
                "noise_sigma_sim": num(hf.noise.sim, 3), "noise_sigma_real": num(hf.noise.real, 3),
                "sharper_side": hf.sharper})
     return ev

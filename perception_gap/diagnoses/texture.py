@@ -26,6 +26,15 @@ NOISE_EXPLAINS = 3.0
 # the flat excess implies (busy textures halve the flat-region estimate; aliasing on synthetic
 # textures reads a flat-ish excess of 4 levels with a flat-region difference of 0.5).
 FLAT_AGREE = 0.35
+# Unpaired, different scenes: the noisier side's extra flat-region noise must also fill its
+# corners (`HighFreq.corner_noise`: median log10 of corner-band power over the frame's own noise
+# variance). White noise puts its variance in every band, so added noise pulls that towards 0;
+# aliasing folds far more energy into the corners than into the flat regions. Measured medians
+# (tune cameras): VOC photos 0.77 clean, 0.51 with sigma 2, 0.30 with sigma 5 (4-frame sets: 0.10-0.53);
+# Google robot frames 1.03, 0.05, 0.01; the aliased side of nearest / non-antialiased bilinear
+# 2-3.5x downscales 1.0-1.7 (one 4-frame set of noisy JPEGs 0.46-0.82). Above NOISE_CORNER_MAX
+# (corners over ~4x the noise variance) the extra noise is not named sensor noise.
+NOISE_CORNER_MAX = 0.6
 RGB_PER_LUMA = 1.0 / math.sqrt(0.299 ** 2 + 0.587 ** 2 + 0.114 ** 2)
 
 # Compression. JPEG blockiness (mean |dx| across 8x8 block boundaries over elsewhere) of the
@@ -40,6 +49,10 @@ BLOCK_RATIO = 1.15
 BLOCK_STRONG = 1.3  # a ratio this large is compression even when the noise differs too (JPEG removes noise)
 QUALITY_GAP = 15.0
 QUALITY_MAX = 85.0
+# Unpaired, only one side JPEG files (the other PNG, arrays or video): a median estimated quality
+# at or under QUALITY_LOW is heavy compression whatever the other side holds (the IJG default is
+# 75; the shared cameras' own JPEGs read 75-95), named when that side is also the blockier one.
+QUALITY_LOW = 50.0
 CHROMA_LOG2 = 0.35
 CHROMA_LUMA_MAX = 0.08  # decades of top-band shape change allowed with a chroma-only finding
 
@@ -52,6 +65,8 @@ def noise_excess(hf: HighFreq) -> float | None:
     noise is flat), which also holds on busy textures with no flat region to measure in.
     """
     sx = hf.noise_excess()
+    if not corners_are_noise(hf, sx):
+        return None
     if hf.variance.clear and abs(sx) >= NOISE_MIN[hf.basis]:
         if hf.noise_explains_top() <= NOISE_EXPLAINS:
             return sx
@@ -62,6 +77,20 @@ def noise_excess(hf: HighFreq) -> float | None:
             and sx * flat > 0 and abs(sx) >= FLAT_AGREE * abs(flat)):
         return flat  # the flat-region estimate must point the same way and not be far smaller
     return None
+
+
+def corners_are_noise(hf: HighFreq, signed: float) -> bool:
+    """Unpaired: the noisier side's corner band is dominated by its noise (NOISE_CORNER_MAX); always
+    True on the pairs basis, where the flat excess and the top-band checks decide.
+
+    Args:
+        hf: the high-frequency comparison.
+        signed: noise excess, sim noisier positive.
+    """
+    c = hf.corner_noise
+    if hf.basis == "pairs" or not (math.isfinite(c.sim) and math.isfinite(c.real)):
+        return True
+    return (c.sim if signed > 0 else c.real) <= NOISE_CORNER_MAX
 
 
 def noise_fires(hf: HighFreq) -> bool:
@@ -118,11 +147,24 @@ def _blocky(hf: HighFreq) -> tuple[str, float] | None:
 def _low_quality(hf: HighFreq) -> tuple[str, float] | None:
     q = hf.quality
     if not (math.isfinite(q.sim) and math.isfinite(q.real)):
-        return None
+        return _one_side_low_quality(hf)
     lo = min(q.sim, q.real)
     if abs(q.diff) >= QUALITY_GAP and lo <= QUALITY_MAX and (q.clear or hf.basis == "distribution"):
         return ("sim" if q.sim < q.real else "real"), abs(q.diff) / QUALITY_GAP
     return None
+
+
+def _one_side_low_quality(hf: HighFreq) -> tuple[str, float] | None:
+    """Unpaired: only one side is JPEG files, at QUALITY_LOW or under, and it is the blockier side."""
+    qs, qr = hf.jpeg_quality
+    if hf.basis != "distribution" or math.isfinite(qs) == math.isfinite(qr):
+        return None
+    side, quality = ("sim", qs) if math.isfinite(qs) else ("real", qr)
+    b = hf.blockiness
+    blockier = b.sim > b.real if side == "sim" else b.real > b.sim
+    if quality > QUALITY_LOW or not blockier:
+        return None
+    return side, (QUALITY_MAX - quality) / QUALITY_GAP
 
 
 def _subsampled(hf: HighFreq) -> tuple[str, float] | None:
@@ -152,10 +194,12 @@ def check_compression(ctx: Context) -> Finding | None:
     ev = basis_evidence(hf.basis, hf.n_pairs, ctx)
     ev.update({"compressed_side": side,
                "blockiness_sim": num(hf.blockiness.sim, 3), "blockiness_real": num(hf.blockiness.real, 3),
-               "jpeg_quality_sim": num(hf.quality.sim, 1), "jpeg_quality_real": num(hf.quality.real, 1),
+               "jpeg_quality_sim": num(hf.jpeg_quality[0], 1), "jpeg_quality_real": num(hf.jpeg_quality[1], 1),
                "log2_chroma_detail_sim_minus_real": num(hf.chroma.diff, 3),
                "signature": "jpeg_quality" if quality else ("blockiness" if blocky else "chroma_subsampling")})
-    if quality:
+    if quality and not math.isfinite(hf.quality.diff + hf.quality.sim + hf.quality.real):
+        what = f"JPEG quality about {hf.jpeg_quality[0 if side == 'sim' else 1]:.0f} (the {other} frames are not JPEG files)"
+    elif quality:
         what = f"JPEG quality about {min(hf.quality.sim, hf.quality.real):.0f} vs {max(hf.quality.sim, hf.quality.real):.0f}"
     elif blocky:
         what = (f"8x8 block artefacts (blockiness {max(hf.blockiness.sim, hf.blockiness.real):.2f} vs "
