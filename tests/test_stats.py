@@ -11,7 +11,7 @@ from PIL import Image
 
 from perception_gap.statistics.depth import DEPTH_PERCENTILES, depth_stats, infer_depth_unit, parse_depth_unit
 from perception_gap.statistics.image import LUM_PERCENTILES, image_stats_array, image_stats_pil
-from perception_gap.statistics.sampling import sample_stride
+from perception_gap.statistics.sampling import floats, mean32, sample_stride
 
 
 def textured(h: int = 240, w: int = 320, seed: int = 0) -> np.ndarray:
@@ -343,3 +343,19 @@ def test_older_catalog_gains_the_new_statistics_columns(tmp_path):
         compute_stats(cat, ["s"], workers=1)
         rows = cat.load_frames("s")
     assert all(r["img_noise_sigma"] is not None and len(r["img_spectrum"]) == 6 for r in rows)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float32, st.tuples(st.integers(1, 70), st.integers(1, 70)),
+              elements=st.floats(-1e6, 1e6, width=32, allow_nan=False)))
+def test_mean32_is_np_mean_bit_for_bit(a):
+    """The statistics' float32 means (mean32) against np.mean itself, on contiguous arrays and on
+    the strided products the statistics take them of."""
+    for x in (a, a * a, np.abs(a[:, ::2]) if a.shape[1] > 1 else a):
+        assert mean32(x) == float(np.mean(x))
+
+
+def test_floats_are_exact_python_floats():
+    for a in (np.array([1, 255], np.intp), np.array([0.1, 1 / 3], np.float32), np.array([1e-300, 1e300])):
+        got = floats(a)
+        assert got == tuple(float(v) for v in a) and all(type(v) is float for v in got)
