@@ -359,3 +359,29 @@ def test_floats_are_exact_python_floats():
     for a in (np.array([1, 255], np.intp), np.array([0.1, 1 / 3], np.float32), np.array([1e-300, 1e300])):
         got = floats(a)
         assert got == tuple(float(v) for v in a) and all(type(v) is float for v in got)
+
+
+def test_jpeg_quality_matches_a_per_quality_scan_of_the_ijg_tables():
+    """The cached, vectorized match against a plain scan of qualities 1..100 (first minimum wins),
+    on scaled tables, jittered ones and random ones."""
+    from perception_gap.statistics.texture import _IJG_LUMA, jpeg_quality
+
+    def scan(q0):
+        best, err = None, np.inf
+        for q in range(1, 101):
+            sc = 5000.0 / q if q < 50 else 200.0 - 2.0 * q
+            e = np.abs(np.sort(np.clip(np.floor((_IJG_LUMA * sc + 50.0) / 100.0), 1, 255)) - np.sort(q0)).sum()
+            if e < err:
+                best, err = float(q), e
+        return best
+
+    rng = np.random.default_rng(0)
+    tables = [rng.integers(1, 256, 64) for _ in range(40)]
+    for q in (1, 10, 49, 50, 51, 75, 90, 100):
+        sc = 5000.0 / q if q < 50 else 200.0 - 2.0 * q
+        t = np.clip(np.floor((_IJG_LUMA * sc + 50.0) / 100.0), 1, 255).astype(int)
+        assert jpeg_quality({0: list(rng.permutation(t))}) == scan(t) == q
+        tables.append(np.clip(t + rng.integers(-3, 4, 64), 1, 255))
+    for t in tables:
+        assert jpeg_quality({0: t.tolist()}) == scan(t.astype(float))
+    assert jpeg_quality({0: [1] * 63}) is None and jpeg_quality({}) is None and jpeg_quality(None) is None

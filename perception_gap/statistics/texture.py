@@ -117,18 +117,34 @@ def chroma_hf(rgb: np.ndarray) -> float | None:
 
 
 def jpeg_quality(quantization: Any) -> float | None:
-    """The IJG quality whose scaled standard luminance table is closest to a JPEG's table 0."""
+    """The IJG quality whose scaled standard luminance table is closest to a JPEG's table 0.
+
+    Distance: the L1 distance between the sorted tables (zigzag or natural order alike); the
+    lowest quality wins a tie. A camera writes the same table in every frame, so the answer is
+    cached per table (matching it against all 100 scaled tables took ~1.2 ms per frame).
+    """
     try:
         q0 = np.asarray(list(quantization[0]), dtype=np.float64)
     except (KeyError, TypeError, IndexError, ValueError):
         return None
     if q0.size != 64:
         return None
-    best, err = None, math.inf
+    return _nearest_quality(tuple(np.sort(q0).tolist()))
+
+
+def _ijg_tables() -> np.ndarray:
+    """(100, 64): the standard luminance table scaled to quality 1..100 (libjpeg's rule), each sorted."""
+    out = np.empty((100, 64))
     for q in range(1, 101):
         sc = 5000.0 / q if q < 50 else 200.0 - 2.0 * q
-        table = np.clip(np.floor((_IJG_LUMA * sc + 50.0) / 100.0), 1, 255)
-        e = float(np.abs(np.sort(table) - np.sort(q0)).sum())  # zigzag or natural order alike
-        if e < err:
-            best, err = float(q), e
-    return best
+        out[q - 1] = np.sort(np.clip(np.floor((_IJG_LUMA * sc + 50.0) / 100.0), 1, 255))
+    return out
+
+
+_IJG_SORTED = _ijg_tables()
+
+
+@lru_cache(maxsize=256)
+def _nearest_quality(sorted_table: tuple[float, ...]) -> float:
+    err = np.abs(_IJG_SORTED - np.asarray(sorted_table)).sum(axis=1)  # integer-valued: exact in any order
+    return float(np.argmin(err) + 1)  # the first (lowest) quality among equal distances
