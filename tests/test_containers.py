@@ -129,6 +129,22 @@ def test_a_container_is_opened_once_and_decoded_in_order(tmp_path, episodes, mon
     assert isinstance(past[1][1], FrameError) and "missing from the video" in str(past[1][1])
 
 
+def test_video_frames_are_the_pixels_pyav_to_image_gives(tmp_path, episodes):
+    """The fast RGB route (`to_ndarray(format="rgb24")` + `Image.fromarray`) against PyAV's own `to_image()`:
+    the same pixels, mode and size: yuv420p H.264, and planar RGB (lossless H.264) at an odd width,
+    whose rows the decoder pads."""
+    odd = [np.ascontiguousarray(f[:, :63]) for f in episodes[0]]  # 63 x 48
+    for name, frames, codec in (("yuv.mp4", episodes[0], "h264"), ("odd.mp4", odd, "h264-lossless")):
+        video = write_video(tmp_path / name, frames, codec=codec)
+        with av.open(str(video)) as c:
+            reference = [f.to_image() for f in c.decode(c.streams.video[0])]
+        got = list(decode_members(video, "video", range(len(reference))))
+        assert [i for i, _ in got] == list(range(len(reference)))
+        for (_, img), ref in zip(got, reference):
+            assert isinstance(img, Image.Image) and (img.mode, img.size) == (ref.mode, ref.size)
+            assert np.array_equal(np.asarray(img), np.asarray(ref))
+
+
 def test_statistics_tasks_keep_each_container_whole(tmp_path):
     from perception_gap.workflows.stats import CHUNK, _chunks
 

@@ -11,7 +11,7 @@ from PIL import Image
 
 from perception_gap.statistics.depth import DEPTH_PERCENTILES, depth_stats, infer_depth_unit, parse_depth_unit
 from perception_gap.statistics.image import LUM_PERCENTILES, image_stats_array, image_stats_pil
-from perception_gap.statistics.sampling import sample_stride
+from perception_gap.statistics.sampling import floats, mean32, sample_stride
 
 
 def textured(h: int = 240, w: int = 320, seed: int = 0) -> np.ndarray:
@@ -343,3 +343,45 @@ def test_older_catalog_gains_the_new_statistics_columns(tmp_path):
         compute_stats(cat, ["s"], workers=1)
         rows = cat.load_frames("s")
     assert all(r["img_noise_sigma"] is not None and len(r["img_spectrum"]) == 6 for r in rows)
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float32, st.tuples(st.integers(1, 70), st.integers(1, 70)),
+              elements=st.floats(-1e6, 1e6, width=32, allow_nan=False)))
+def test_mean32_is_np_mean_bit_for_bit(a):
+    """The statistics' float32 means (mean32) against np.mean itself, on contiguous arrays and on
+    the strided products the statistics take them of."""
+    for x in (a, a * a, np.abs(a[:, ::2]) if a.shape[1] > 1 else a):
+        assert mean32(x) == float(np.mean(x))
+
+
+def test_floats_are_exact_python_floats():
+    for a in (np.array([1, 255], np.intp), np.array([0.1, 1 / 3], np.float32), np.array([1e-300, 1e300])):
+        got = floats(a)
+        assert got == tuple(float(v) for v in a) and all(type(v) is float for v in got)
+
+
+def test_jpeg_quality_matches_a_per_quality_scan_of_the_ijg_tables():
+    """The cached, vectorized match against a plain scan of qualities 1..100 (first minimum wins),
+    on scaled tables, jittered ones and random ones."""
+    from perception_gap.statistics.texture import _IJG_LUMA, jpeg_quality
+
+    def scan(q0):
+        best, err = None, np.inf
+        for q in range(1, 101):
+            sc = 5000.0 / q if q < 50 else 200.0 - 2.0 * q
+            e = np.abs(np.sort(np.clip(np.floor((_IJG_LUMA * sc + 50.0) / 100.0), 1, 255)) - np.sort(q0)).sum()
+            if e < err:
+                best, err = float(q), e
+        return best
+
+    rng = np.random.default_rng(0)
+    tables = [rng.integers(1, 256, 64) for _ in range(40)]
+    for q in (1, 10, 49, 50, 51, 75, 90, 100):
+        sc = 5000.0 / q if q < 50 else 200.0 - 2.0 * q
+        t = np.clip(np.floor((_IJG_LUMA * sc + 50.0) / 100.0), 1, 255).astype(int)
+        assert jpeg_quality({0: list(rng.permutation(t))}) == scan(t) == q
+        tables.append(np.clip(t + rng.integers(-3, 4, 64), 1, 255))
+    for t in tables:
+        assert jpeg_quality({0: t.tolist()}) == scan(t.astype(float))
+    assert jpeg_quality({0: [1] * 63}) is None and jpeg_quality({}) is None and jpeg_quality(None) is None

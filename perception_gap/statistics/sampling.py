@@ -25,4 +25,15 @@ def sample_grid(a: np.ndarray, stride: int) -> np.ndarray:
 
 
 def floats(a: np.ndarray) -> tuple[float, ...]:
-    return tuple(float(x) for x in a)
+    """A 1-D array (or sequence) of real numbers as a tuple of Python floats (exact: via float64)."""
+    return tuple(np.asarray(a, dtype=np.float64).tolist())
+
+
+def mean32(a: np.ndarray) -> float:
+    """`float(np.mean(a))` of a float32 array, bit for bit, without `np.mean`'s Python wrapper.
+
+    np.mean sums with `np.add.reduce` (pairwise, in float32) and divides by the count as an
+    intp, i.e. in float64, then casts back to float32; this does the same, ~8 us faster per call
+    (a frame's statistics take a dozen such means).
+    """
+    return float(np.float32(float(np.add.reduce(a, axis=None)) / a.size))
