@@ -88,7 +88,9 @@ def reference(gt_obj, res):
     """faster-coco-eval, as its README shows, on the plain dicts."""
     from faster_coco_eval import COCO, COCOeval_faster
 
-    quiet = lambda *a, **k: None  # noqa: E731
+    def quiet(*_a, **_k):
+        return None
+
     coco_gt = COCO(gt_obj, print_function=quiet)
     coco_dt = coco_gt.loadRes(res)
     ev = COCOeval_faster(coco_gt, coco_dt, "bbox", print_function=quiet)
