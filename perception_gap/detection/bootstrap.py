@@ -20,6 +20,9 @@ N_BOOT = 200
 MAX_N_BOOT = 10_000
 # Search keys pack (segment, integer count) as segment * _KEY + count: counts stay below 2**40.
 _KEY = np.int64(1) << 40
+# The same in float64 for the recall lookup, exact while segment * 2**32 + count < 2**53
+# (segments = categories x 10 < 2**21, counts = drawn detections < 2**32).
+_FKEY = float(2 ** 32)
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,12 @@ class _APAccumulator:
         if len(evals) != len(p.catIds) * n_img:
             raise RuntimeError(f"faster-coco-eval returned {len(evals)} image evaluations, "
                                f"expected {len(p.catIds) * n_img}.")
-        tables = [_category_table([evals[k * n_img + i].__getstate__() for i in range(n_img)], n_thr)
-                  for k in range(len(p.catIds))]
+        # an (image, category) without GT and detections has an empty evaluation: not read
+        present = {(a["image_id"], a["category_id"]) for coco in (ev.cocoGt, ev.cocoDt) for a in coco.anns.values()}
+        empty = ((), (), (), (), ())
+        tables = [_category_table([evals[k * n_img + i].__getstate__() if (img_id, cat) in present else empty
+                                   for i, img_id in enumerate(p.imgIds)], n_thr)
+                  for k, cat in enumerate(p.catIds)]
         self.n_images, self.n_thr = n_img, n_thr
         self.npig = np.array([t[3] for t in tables]).reshape(len(tables), n_img)  # (K, images)
         # all categories' detections end to end; segment s = (category s // T, threshold s % T)
@@ -100,7 +107,9 @@ class _APAccumulator:
         # segment as a search key (see `ap_weighted`)
         self.tp_cat_start = det_start[self.tp_seg // n_thr]
         self.tp_seg_start = self.seg_bounds[self.tp_seg]
+        self.tp_pos1 = self.tp_pos + 1
         self.tp_key = self.tp_seg * _KEY
+        self.tp_fkey = self.tp_seg * _FKEY
         # ignored detections (matched to a crowd box) by segment, for the tp + fp counts
         ig = [(k * n_thr + t, det_start[k] + j) for k, tb in enumerate(tables) for t, j in zip(*np.nonzero(tb[4]))]
         self.ig_seg = np.array([g[0] for g in ig], dtype=np.int64)
@@ -131,7 +140,7 @@ class _APAccumulator:
         csum = np.empty(wd.size + 1)
         csum[0] = 0.0
         np.cumsum(wd, out=csum[1:])
-        tot = csum[self.tp_pos + 1] - csum[self.tp_cat_start]  # tp + fp up to each TP
+        tot = csum[self.tp_pos1] - csum[self.tp_cat_start]  # tp + fp up to each TP
         if self.ig_pos.size:
             tot -= self._ignored_weight(wd)
         tcs = np.empty(self.tp_pos.size + 1)
@@ -147,8 +156,8 @@ class _APAccumulator:
             k = np.where((k - 1) / n >= rec[None, :], k - 1, k)
             k = np.where(k / n < rec[None, :], k + 1, k)
         n_seg = self.seg_bounds.size - 1
-        queries = np.arange(n_seg, dtype=np.int64)[:, None] * _KEY + np.repeat(k.astype(np.int64), n_thr, axis=0)
-        pi = np.searchsorted(self.tp_key + tp.astype(np.int64), queries.ravel(), side="left")
+        queries = np.arange(n_seg)[:, None] * _FKEY + np.repeat(k, n_thr, axis=0)
+        pi = np.searchsorted(self.tp_fkey + tp, queries.ravel(), side="left")
         pi = pi.reshape(n_seg, -1)
         ends = self.seg_bounds[1:, None]
         ok = pi < ends
