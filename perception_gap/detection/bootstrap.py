@@ -227,9 +227,12 @@ def ap_difference_ci(gt_sim: Mapping[str, Sequence[Box]], det_sim: Mapping[str, 
     frames and on the real frames of the same draw, so scene difficulty cancels. The sim (and
     real) frames enter with the multiplicity the pairs give them, also in the point estimate.
 
-    Cost: COCOeval's per-image matching runs once per side; each replicate re-accumulates
-    only AP from those matches (`_APAccumulator`, equal to COCOeval's AP on the full set),
-    O(detections log detections). `n_boot` is capped at MAX_N_BOOT.
+    Cost: COCOeval's per-image matching (faster-coco-eval) runs once per side; each replicate
+    re-accumulates only AP from those matches as weighted sums over a fixed order
+    (`_APAccumulator`, equal to COCOeval's AP on the full set), O(detections), no sort.
+    Replicates equal the direct accumulate over the drawn list (the previous implementation)
+    exactly, except that exactly tied scores of different images are ordered by image instead
+    of by draw position. `n_boot` is capped at MAX_N_BOOT.
 
     Raises:
         InputError: bad `n_boot` / `ci`, or a pair key missing from its side's ground truth.
