@@ -329,6 +329,50 @@ def test_domain_auc_groups_shared_episode_ids_and_caps_samples():
     assert res.n_groups <= 10  # ids 0..9 on both sides are one group each
 
 
+def _domain_auc_reference(sim, real, eps, seed):
+    """The classifier stage as it ran before the BLAS thread limit: same rng draws, same folds,
+    standardize + exact PCA(256), sklearn L-BFGS logistic regression per fold, all BLAS threads."""
+    from sklearn.decomposition import PCA
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+    from sklearn.preprocessing import StandardScaler
+
+    from perception_gap.metrics.resampling import factorize, subsample
+    from perception_gap.metrics.validation import make_rng
+
+    rng = make_rng(seed)
+    i_s, i_r = subsample(len(sim), 5000, rng), subsample(len(real), 5000, rng)
+    groups = factorize(list(eps) + list(eps))
+    groups = np.concatenate([groups[:len(sim)][i_s], groups[len(sim):][i_r]])
+    y = np.r_[np.zeros(len(i_s), dtype=np.int64), np.ones(len(i_r), dtype=np.int64)]
+    folds = grouped_folds(groups, y, n_splits=5, random_state=rng)
+    x = StandardScaler().fit_transform(np.r_[sim[i_s], real[i_r]].astype(np.float64))
+    feats = PCA(n_components=min(256, x.shape[1], len(x) - 1), svd_solver="covariance_eigh").fit_transform(x)
+    oof = np.empty(len(y))
+    for train, test in folds:
+        oof[test] = LogisticRegression(C=1.0, max_iter=1000).fit(feats[train], y[train]).decision_function(feats[test])
+    return roc_auc_score(y, oof)
+
+
+@pytest.mark.parametrize("case", ["null", "small_shift", "correlated_scale", "large_shift"])
+def test_domain_auc_matches_the_unthrottled_classifier(case):
+    # correlated 96-D features (a 12-D latent mixed in, as embeddings are), 400 frames per side
+    rng = np.random.default_rng({"null": 1, "small_shift": 2, "correlated_scale": 3, "large_shift": 4}[case])
+    mix = rng.normal(size=(12, 96))
+    sim = rng.normal(size=(400, 12)) @ mix + 0.5 * rng.normal(size=(400, 96))
+    lat = rng.normal(size=(400, 12))
+    if case == "small_shift":
+        lat[:, 0] += 0.4
+    elif case == "correlated_scale":
+        lat[:, :3] *= 1.3
+    elif case == "large_shift":
+        lat[:, 1] += 3.0
+    real = lat @ mix + 0.5 * rng.normal(size=(400, 96))
+    eps = np.arange(400) // 20
+    got = domain_auc(sim, real, episodes_sim=eps, episodes_real=eps, random_state=3).value
+    assert abs(got - _domain_auc_reference(sim, real, eps, 3)) < 0.01
+
+
 def test_domain_auc_needs_frames_and_episodes():
     sim, real = gaussians(2, 10, 4)
     with pytest.raises(InsufficientData, match="Expected at least 4 frames per side for the domain AUC, got 2 sim and 10 real."):

@@ -877,3 +877,18 @@ def test_unpaired_grey_scenes_say_they_cannot_tell_a_swap():
     findings = run(sim, real)
     assert findings[0].code == "channel_swap" and findings[0].severity == "info"
     assert_clean(findings)
+
+
+@pytest.mark.parametrize("n", [7, 40, 1023, 1024, 4000])
+def test_median_ci_order_statistics_match_scipy_binomial_past_1023_values(n):
+    # 2.0 ** n overflowed at n = 1024 (a `stats` of 1,024+ pairs crashed); reference: scipy's
+    # binomial CDF for the rank k, the largest with P(B < k) <= alpha, B ~ Binomial(n, 1/2)
+    from scipy.stats import binom
+
+    from perception_gap.diagnoses.common import median_ci
+
+    x = np.random.default_rng(n).permutation(np.arange(n, dtype=float))
+    k = 1
+    while k < n // 2 and binom.cdf(k, n, 0.5) <= 0.025:
+        k += 1
+    assert median_ci(x) == (float(k - 1), float(n - k))

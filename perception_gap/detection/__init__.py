@@ -8,7 +8,8 @@ ids; `parse_coco` maps a COCO file's ids to those keys.
 - `boxes`: `Box`; `clip_boxes`: clip boxes to the image, drop the ones left without area;
   `mask_to_boxes`: an instance-id mask (as simulators render them) -> one tight box per id.
 - `parse`: `parse_coco`: a COCO ground-truth or detection-results object -> `ParsedCoco` (validated).
-- `coco`: `coco_summary`: the 12 official COCO numbers, computed by pycocotools' COCOeval itself.
+- `coco`: `coco_summary`: the 12 official COCO numbers, computed by faster-coco-eval's COCOeval
+  (pycocotools' C++ port; equal to pycocotools' numbers within 1e-12, checked in the tests).
 - `pairs`: `pair_flips`: objects found in sim but missed in the paired real frame, and the
   reverse; `latching`: false positives that sit on a neighbouring object or on another category.
 - `bootstrap`: `ap_difference_ci`: paired bootstrap CI of AP(sim) - AP(real) over frame pairs.

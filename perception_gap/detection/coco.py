@@ -1,9 +1,12 @@
-"""The official COCO bbox summary, computed by pycocotools' COCOeval on in-memory COCO objects."""
+"""The official COCO bbox summary, computed by faster-coco-eval on in-memory COCO objects.
+
+faster-coco-eval's `COCOeval_faster` is the maintained C++ port of pycocotools' COCOeval: the
+same matching, accumulation and 12 summary numbers (tests/test_detection.py checks them equal
+to pycocotools', which stays the reference there), several times faster.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -24,7 +27,7 @@ STAT_NAMES = ("AP", "AP50", "AP75", "APsmall", "APmedium", "APlarge",
 
 @dataclass(frozen=True)
 class DetectionSummary(Result):
-    """The 12 COCO bbox summary numbers (pycocotools COCOeval) plus per-class AP.
+    """The 12 COCO bbox summary numbers (COCOeval's, via faster-coco-eval) plus per-class AP.
 
     Every number is in [0, 1]; None where COCO reports -1 (no ground truth in that bucket).
     AP* are averaged over IoU 0.50:0.05:0.95 (AP50/AP75 at one IoU), AR* are the recall at
@@ -70,16 +73,23 @@ class DetectionSummary(Result):
 # -- COCO evaluation -------------------------------------------------------------------------------
 
 def coco_eval(gt: Mapping[str, Sequence[Box]], dets: Mapping[str, Sequence[Box]],
-              categories: Sequence[str] | None, keys: Sequence[str] | None = None):
-    """Build in-memory COCO objects and a COCOeval (not yet evaluated).
+              categories: Sequence[str] | None, keys: Sequence[str] | None = None, *,
+              separate_eval: bool = False):
+    """Build in-memory COCO objects and a faster-coco-eval `COCOeval_faster` (not yet evaluated).
 
     Image ids are 1..N in the order of `keys` (default: `gt`'s order); category ids 1..K in
     the order of `categories` (default: sorted names of the GT and the detections). Ids
     start at 1 because COCOeval stores matched ids in its match arrays and reads 0 as
     "unmatched". Detections get area = w * h and iscrowd 0, as `COCO.loadRes` does.
+
+    Args:
+        separate_eval: keep the per-image evaluations (`_evalImgs_cpp`) after `evaluate()`
+            instead of accumulating in the same C++ call (the bootstrap reads them).
+
+    Returns:
+        (evaluator, category names in id order, number of GT boxes, number of detections).
     """
-    from pycocotools.coco import COCO
-    from pycocotools.cocoeval import COCOeval
+    from faster_coco_eval import COCO, COCOeval_faster
 
     keys = list(gt) if keys is None else list(keys)
     if categories is None:
@@ -103,15 +113,19 @@ def coco_eval(gt: Mapping[str, Sequence[Box]], dets: Mapping[str, Sequence[Box]]
             dt_anns.append({"id": len(dt_anns) + 1, "image_id": i + 1, "category_id": cat_id[b.category],
                             "bbox": [x, y, w, h], "area": w * h, "iscrowd": 0,
                             "score": float(b.score) if b.score is not None else 1.0})
-    with contextlib.redirect_stdout(io.StringIO()):
-        coco_gt = COCO()
-        coco_gt.dataset = {"images": images, "categories": cats, "annotations": gt_anns}
-        coco_gt.createIndex()
-        coco_dt = COCO()
-        coco_dt.dataset = {"images": images, "categories": cats, "annotations": dt_anns}
-        coco_dt.createIndex()
-        ev = COCOeval(coco_gt, coco_dt, "bbox")
+    quiet = _quiet
+    coco_gt = COCO(print_function=quiet)
+    coco_gt.dataset = {"images": images, "categories": cats, "annotations": gt_anns}
+    coco_gt.createIndex()
+    coco_dt = COCO(print_function=quiet)
+    coco_dt.dataset = {"images": images, "categories": cats, "annotations": dt_anns}
+    coco_dt.createIndex()
+    ev = COCOeval_faster(coco_gt, coco_dt, "bbox", print_function=quiet, separate_eval=separate_eval)
     return ev, list(categories), len(gt_anns), len(dt_anns)
+
+
+def _quiet(*_args, **_kwargs) -> None:
+    """faster-coco-eval's progress and summary lines go nowhere (library code never prints)."""
 
 
 def _none_if_neg(v: float) -> float | None:
@@ -122,7 +136,7 @@ def _none_if_neg(v: float) -> float | None:
 def coco_summary(gt: Mapping[str, Sequence[Box]], dets: Mapping[str, Sequence[Box]],
                  sizes: Mapping[str, tuple[int, int]] | None = None, *,
                  categories: Sequence[str] | None = None) -> DetectionSummary:
-    """The official COCO bbox numbers, by pycocotools' COCOeval on in-memory COCO objects.
+    """The official COCO bbox numbers, by faster-coco-eval's COCOeval on in-memory COCO objects.
 
     Args:
         gt: image key -> ground-truth boxes. Every key is an evaluated image, boxes or not.
@@ -148,10 +162,9 @@ def coco_summary(gt: Mapping[str, Sequence[Box]], dets: Mapping[str, Sequence[Bo
         for im in ev.cocoGt.dataset["images"]:
             if im["file_name"] in sizes:
                 im["width"], im["height"] = (int(v) for v in sizes[im["file_name"]])
-    with contextlib.redirect_stdout(io.StringIO()):
-        ev.evaluate()
-        ev.accumulate()
-        ev.summarize()
+    ev.evaluate()
+    ev.accumulate()
+    ev.summarize()
     prec = ev.eval["precision"]  # (T, R, K, A, M)
     per_class = {}
     for k, c in enumerate(cats):

@@ -78,7 +78,7 @@ def median_ci(x: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     alpha = (1.0 - level) / 2.0
     k, cdf = 0, 0.0
     while k < n // 2:
-        cdf += math.comb(n, k) / 2.0 ** n  # P(B <= k)
+        cdf += math.comb(n, k) / (1 << n)  # P(B <= k); int / int: no overflow past n = 1023
         if cdf > alpha:
             break
         k += 1

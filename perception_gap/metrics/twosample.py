@@ -19,6 +19,7 @@ import numpy as np
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
+from threadpoolctl import threadpool_limits
 
 from perception_gap.errors import InsufficientData
 from perception_gap.metrics.projection import MAX_N_COMPONENTS, Rows, gather_rows, pca_solver, standardize_inplace
@@ -38,8 +39,8 @@ from perception_gap.metrics.validation import check_int, check_pair, draw_seed, 
 
 # Domain AUC: 256 PCA components. A difference can hide in a low-variance direction
 # (with isotropic noise in 1280-D a 1-sd shift is not among the top 64 sample components), so
-# the classifier keeps many; 256 still fits 5 logistic regressions on 8,000 rows in about a
-# second.
+# the classifier keeps many; 256 still fits 5 logistic regressions on 8,000 rows in a few
+# seconds (~300 L-BFGS iterations each on pixel-baseline features).
 AUC_N_COMPONENTS = 256
 AUC_MAX_SAMPLES = 5_000
 AUC_MAX_SAMPLES_LIMIT = 20_000  # 2 x 20,000 x D float64: 410 MB at D = 1280
@@ -116,9 +117,13 @@ def domain_auc(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Seque
         feats = pca.fit_transform(x)  # handles x centred in place by copy=False
     del x
     oof = np.empty(len(y))
-    for train, test in folds:
-        clf = LogisticRegression(C=1.0, max_iter=1000).fit(feats[train], y[train])
-        oof[test] = clf.decision_function(feats[test])
+    # One BLAS thread for the fits: an L-BFGS step is two (N x k) matrix-vector products,
+    # too small to split, and a second BLAS thread spin-waiting for a busy core made the folds
+    # ~10x slower on a loaded 2-core machine (bench/README.md, bench_run.py).
+    with threadpool_limits(limits=1, user_api="blas"):
+        for train, test in folds:
+            clf = LogisticRegression(C=1.0, max_iter=1000).fit(feats[train], y[train])
+            oof[test] = clf.decision_function(feats[test])
     return DomainAUC(value=float(roc_auc_score(y, oof)), n_sim=len(i_sim), n_real=len(i_real), n_splits=len(folds),
                      n_groups=len(np.unique(groups)), grouping=grouping, n_components=k)
 
