@@ -9,6 +9,16 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# The suite runs on two xdist workers (pyproject addopts). Each worker, and every CLI process a
+# test starts, then gets one BLAS/OpenMP thread: two workers with two threads each on a 2-core
+# machine spin-wait on each other (a 5-fold logistic regression went from ~1 s to minutes).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = "1"
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1)
+
 REPO = Path(__file__).resolve().parents[1]
 
 

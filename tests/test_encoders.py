@@ -52,7 +52,7 @@ PLAUSIBLE = {
     "bus": {779, 874, 654, 705, 829, 734},
 }
 
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else min(2, os.cpu_count() or 1))
 
 
 # --- fixtures -----------------------------------------------------------------------------

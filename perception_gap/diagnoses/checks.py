@@ -9,7 +9,8 @@ compression, `sharpness` for resize filters and blur, `joints`).
 Two bases. With at least `MIN_PAIRS` frames matched by pair key a check compares each sim frame
 with its own real frame and takes the median over pairs, so scene content cancels; otherwise it
 compares the two sets' distributions, which needs larger effects and, for gaps, an effect that
-clears the sets' scene-to-scene spread (`DIST_Z` standard errors). Every finding's evidence says
+clears the sets' scene-to-scene spread (`DIST_Z` standard errors) and a rank test (`DIST_ALPHA`;
+unpaired sets under `DIST_MIN_FRAMES` frames a side get an `insufficient_data` info instead). Every finding's evidence says
 which basis it used (`basis`, `n_pairs`).
 
 Checks contaminate each other, so they run in order and read what already fired:
@@ -32,7 +33,8 @@ import logging
 from typing import Callable
 
 from perception_gap.diagnoses.colour import check_brightness, check_channel_swap, check_white_balance
-from perception_gap.diagnoses.context import Context
+from perception_gap.diagnoses.common import DIST_ALPHA, DIST_MIN_FRAMES, MIN_PAIRS
+from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.depth import check_depth_dropout, check_depth_scale
 from perception_gap.diagnoses.encoding import infer_encodings
 from perception_gap.diagnoses.geometry import check_resolution
@@ -99,5 +101,29 @@ def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
             ctx.fired.add(code)
             findings.append(found)
             logger.debug("%s: %s", code, found.title)
+    few = _too_few_unpaired(ctx)
+    if few is not None:
+        findings.append(few)
     logger.info("plumbing: %d finding(s) for %s vs %s", len(findings), sim.name, real.name)
     return order_findings(findings)
+
+
+def _too_few_unpaired(ctx: Context) -> Finding | None:
+    """Unpaired sets too small for the distribution basis' rank test: say so (`info`) instead of
+    letting silence read as "no gap"."""
+    if ctx.enc is None:
+        return None
+    basis, fs, fr = ctx.image_sides()
+    n = min(len(fs), len(fr))
+    if basis != "distribution" or n == 0 or n >= DIST_MIN_FRAMES:
+        return None
+    ev = basis_evidence(basis, 0, ctx)
+    ev.update({"sim_frames": len(fs), "real_frames": len(fr), "min_frames_a_side": DIST_MIN_FRAMES,
+               "rank_test_alpha": DIST_ALPHA})
+    return Finding("insufficient_data", "info",
+                   f"Only {len(fs)} sim and {len(fr)} real frames, unpaired: appearance gaps (brightness, white "
+                   f"balance, noise, compression, sharpness, resize filter, depth dropout) are named only when "
+                   f"every frame of one side lies beyond every frame of the other; smaller gaps cannot be told "
+                   f"from scene-to-scene variation with fewer than {DIST_MIN_FRAMES} frames a side.",
+                   ev, f"Index at least {DIST_MIN_FRAMES} frames a side, or {MIN_PAIRS} matched pairs (shared pair "
+                       f"keys), before reading the absence of these findings as no gap.", 0.0)

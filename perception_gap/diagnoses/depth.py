@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from perception_gap.diagnoses.common import DIST_Z, MIN_PAIRS, dist_z, excludes_zero, median_ci, num
+from perception_gap.diagnoses.common import MIN_PAIRS, dist_clear, excludes_zero, median_ci, num
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.findings import Finding
 from perception_gap.statistics.depth import DEPTH_PERCENTILES
@@ -202,7 +202,7 @@ def check_depth_dropout(ctx: Context) -> Finding | None:
     else:
         basis = "distribution"
         diff = float(np.median(dor) - np.median(dos))
-        z_ok = dist_z(dor, dos) >= DIST_Z
+        z_ok = dist_clear(dor, dos)
         mean_s, mean_r = float(dos.mean()), float(dor.mean())
     if abs(diff) < DROPOUT_DIFF[basis] or not z_ok:
         return None

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from perception_gap.diagnoses.common import DIST_Z, dist_z, excludes_zero, median_ci
+from perception_gap.diagnoses.common import dist_clear, excludes_zero, median_ci
 from perception_gap.diagnoses.context import Context
 from perception_gap.diagnoses.encoding import Encoding
 from perception_gap.statistics.records import FrameRecord
@@ -124,7 +124,7 @@ class Contrast:
 
 
 def contrast(a_sim: np.ndarray, a_real: np.ndarray, paired: bool) -> Contrast:
-    """Median effect sim - real: per-pair differences with a median CI (pairs), or set medians with DIST_Z."""
+    """Median effect sim - real: per-pair differences with a median CI (pairs), or set medians with the distribution bar (`dist_clear`)."""
     ok = np.isfinite(a_sim) & np.isfinite(a_real) if paired else None
     if paired:
         s, r = a_sim[ok], a_real[ok]
@@ -137,7 +137,7 @@ def contrast(a_sim: np.ndarray, a_real: np.ndarray, paired: bool) -> Contrast:
     if s.size < 2 or r.size < 2:
         return Contrast(math.nan, math.nan, 0.0, False)
     ms, mr = float(np.median(s)), float(np.median(r))
-    return Contrast(ms, mr, ms - mr, dist_z(s, r) >= DIST_Z)
+    return Contrast(ms, mr, ms - mr, dist_clear(s, r))
 
 
 @dataclass(frozen=True)
