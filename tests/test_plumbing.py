@@ -35,7 +35,7 @@ except ImportError:  # tests/ imported as a package
 
 CODES = {"channel_swap", "sharpness", "value_range", "normalization", "depth_scale", "resize_filter",
          "brightness", "white_balance", "resolution", "joint_units", "depth_dropout", "sensor_noise",
-         "compression"}
+         "compression", "insufficient_data"}
 
 
 # --------------------------------------------------------------------------------------------

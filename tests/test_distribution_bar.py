@@ -1,0 +1,57 @@
+"""The distribution-basis bar: a difference of medians in standard errors AND a rank test."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu
+
+from perception_gap.diagnoses.common import DIST_ALPHA, DIST_MIN_FRAMES, dist_clear, dist_z, rank_p
+from test_plumbing import image_set, run
+
+
+def test_min_frames_is_where_the_exact_test_can_first_reach_alpha():
+    # 4 v 4: the most extreme of C(8, 4) = 70 orderings has two-sided p = 2/70 > 0.01; 5 v 5: 2/252
+    assert DIST_ALPHA == 0.01 and DIST_MIN_FRAMES == 5
+    assert rank_p(np.arange(4.0), np.arange(4.0) + 10) == pytest.approx(2 / 70)
+    assert rank_p(np.arange(5.0), np.arange(5.0) + 10) == pytest.approx(2 / math.comb(10, 5))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rank_p_is_scipys_two_sided_mann_whitney(seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(0, 1, 9), rng.normal(0.8, 1, 12)
+    assert rank_p(a, b) == pytest.approx(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    assert rank_p(np.ones(4), np.ones(5)) == 1.0  # all tied: no evidence
+
+
+def test_a_clear_median_shift_without_rank_separation_is_not_clear():
+    # 8 v 8: medians 1 apart with tight cores (z >= 3), but two outliers on each side interleave the ranks
+    a = np.array([0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 1.5, 1.6])
+    b = np.array([1.0, 1.01, 1.02, 1.03, 1.04, 1.05, -0.5, -0.6])
+    assert dist_z(a, b) >= 3
+    assert rank_p(a, b) > DIST_ALPHA
+    assert not dist_clear(a, b)
+    assert dist_clear(a[:6], b[:6])  # 6 v 6 fully separated: p = 2/924
+
+
+def test_small_sets_need_complete_separation():
+    a = np.array([0.0, 0.1, 0.2, 0.3])
+    assert dist_clear(a, a + 5)  # 4 v 4 fully separated, huge z
+    b = np.array([0.25, 5.0, 5.1, 5.2])  # one real frame below a sim frame: not separated
+    assert dist_z(a, b) >= 3 and not dist_clear(a, b)
+
+
+def test_tiny_unpaired_sets_say_what_they_cannot_tell():
+    rng = np.random.default_rng(3)
+    imgs = [rng.integers(30, 220, (48, 64, 3), dtype=np.uint8) for _ in range(7)]
+    sim = image_set("sim", "sim", imgs[:3], keys=[f"s{i}" for i in range(3)])
+    real = image_set("real", "real", imgs[3:], keys=[f"r{i}" for i in range(4)])
+    info = [f for f in run(sim, real) if f.code == "insufficient_data"]
+    assert len(info) == 1 and info[0].severity == "info"
+    assert info[0].evidence["sim_frames"] == 3 and info[0].evidence["real_frames"] == 4
+    big_sim = image_set("sim", "sim", imgs * 2, keys=[f"s{i}" for i in range(14)])
+    big_real = image_set("real", "real", imgs, keys=[f"r{i}" for i in range(7)])
+    assert not [f for f in run(big_sim, big_real) if f.code == "insufficient_data"]
