@@ -86,7 +86,7 @@ def _pca_2d(emb_s: np.ndarray, emb_r: np.ndarray, random_state: int) -> dict[str
     pca = PCA(n_components=2, random_state=random_state)
     xy = pca.fit_transform(x)
     return {"sim": np.round(xy[: len(i_s)], 4).tolist(), "real": np.round(xy[len(i_s):], 4).tolist(),
-            "explained_variance": np.round(pca.explained_variance_ratio_, 4).tolist()}
+            "explained_variance": np.round(np.nan_to_num(pca.explained_variance_ratio_, nan=0.0), 4).tolist()}
 
 
 def _try(insufficient: dict[str, str], metric: str, fn: Callable[[], Any]) -> Any:
