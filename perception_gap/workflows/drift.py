@@ -180,14 +180,17 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
                                   "fingerprint": enc.fingerprint, "preprocessing": enc.preprocessing.to_dict(),
                                   "n_sim": len(mc), "n_real": len(mb)})
             e_b, e_c = [m["episode"] for m in mb], [m["episode"] for m in mc]
+            # the embedding gate and the classifier's effect size read the same ratio: one PCA fit, not two
+            wanted = on("embedding") or (on("domain_auc") and float(cfg["domain_auc"]["min_ratio"]) > 0)
+            floor = dr.shared_floor_ratio(eb, ec, e_b, random_state=seed) if wanted and len(mb) and len(mc) else None
             if on("embedding"):
                 t = float(cfg["embedding"]["max_ratio"])
-                gates.append(dr.embedding_gate(f"embedding:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed)
+                gates.append(dr.embedding_gate(f"embedding:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed, floor=floor)
                              if len(mb) and len(mc) else dr.skipped(f"embedding:{enc.name}", t, "no embeddings on one side"))
             if on("domain_auc"):
                 t = float(cfg["domain_auc"]["max_auc"])
                 gates.append(dr.auc_gate(f"domain_auc:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed,
-                                         min_ratio=float(cfg["domain_auc"]["min_ratio"]))
+                                         min_ratio=float(cfg["domain_auc"]["min_ratio"]), floor=floor)
                              if len(mb) and len(mc) else dr.skipped(f"domain_auc:{enc.name}", t, "no embeddings on one side"))
     if on("detector_ap"):
         gates += _detector_gates(catalog, baseline, current, float(cfg["detector_ap"]["max_drop"]))
