@@ -15,12 +15,24 @@ roughly N_CUR / (N_BASE + N_CUR) plus the fixed cost of the comparison).
     python bench/bench_drift.py                       # 10,000 + 1,000 frames, pixel encoder (~3 min)
     python bench/bench_drift.py --base 2000 --cur 200 --encoders pixel,efficientnet-lite0
 
+With `--baseline N` it measures the check against a large stored baseline instead: N baseline
+frames go straight into the catalog (frames, statistics and pixel-encoder embedding rows, bulk
+INSERTs through DuckDB/Arrow, copied from --templates rendered frames measured by the real
+pipeline, with per-row jitter of the exposure, sharpness and embedding values), then one
+`drift --current-dir` of --cur freshly rendered frames runs in a child process, timed with its
+peak RSS; a second identical check shows the cached baseline sample at work.
+
+    python bench/bench_drift.py --baseline 1000000 --cur 10000   # targets: < 60 s, < 4 GB peak RSS
+
 A report, not a test: always exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,12 +64,96 @@ def timed(argv: list[str]) -> tuple[float, int]:
     return time.perf_counter() - t0, rc
 
 
+def synthetic_baseline(db: str, templates: Path, n: int, seed: int = 0, chunk: int = 100_000) -> float:
+    """Index and measure the template frames (set `tmpl`), then write `n` baseline frames (set
+    `base`, 1,000 frames an episode) whose statistics and pixel embeddings are the templates'
+    with jitter; returns the seconds the bulk writes took."""
+    import cli
+    from perception_gap.catalog import Catalog
+    from perception_gap.embed import embed_sets, load_encoder
+    from perception_gap.workflows.stats import compute_stats
+
+    cli.main(["index", str(templates), "--set", "tmpl", "--domain", "real", "--db", db, "-q"])
+    with Catalog(db) as cat, cat.session():
+        compute_stats(cat, ["tmpl"], workers=2)
+        embed_sets(cat, ["pixel"], ["tmpl"], device="cpu")
+        fp = load_encoder("pixel", device="cpu").fingerprint
+        meta, emb = cat.load_embeddings("tmpl", fp)
+        t0 = time.perf_counter()
+        cat.ensure_set("base", "real", source="synthetic")
+        con = cat.con
+        con.execute("CREATE TEMP TABLE t AS SELECT row_number() OVER (ORDER BY rgb_path) - 1 AS j, * FROM frames "
+                    "WHERE set_name = 'tmpl' ORDER BY rgb_path")
+        k = con.execute("SELECT count(*) FROM t").fetchone()[0]
+        con.execute("SELECT setseed(0.5)")
+        con.execute(
+            "INSERT INTO frames (set_name, rgb_path, pair_key, episode, step, content_hash, file_size, width, height, "
+            "format, mode, dtype, channels, status) SELECT 'base', '/synthetic/base/' || i || '.png', 'b' || i, "
+            "'ep' || (i // 1000), i % 1000, 'syn' || i, t.file_size, t.width, t.height, t.format, t.mode, t.dtype, "
+            f"t.channels, 'ok' FROM range({n}) r(i) JOIN t ON t.j = i % {k}")
+        con.execute(
+            "INSERT INTO frame_stats SELECT 'syn' || i AS content_hash, s.* EXCLUDE (content_hash) "
+            "REPLACE (list_transform(s.lin_mean, lambda x: x * (0.97 + 0.06 * random())) AS lin_mean, "
+            "s.sharpness * (0.9 + 0.2 * random()) AS sharpness, s.noise_sigma * (0.95 + 0.1 * random()) AS noise_sigma) "
+            f"FROM range({n}) r(i) JOIN t ON t.j = i % {k} JOIN frame_stats s ON s.content_hash = t.content_hash")
+        order = {m["rgb_path"]: i for i, m in enumerate(meta)}
+        rows = [order[p] for (p,) in con.execute("SELECT rgb_path FROM t ORDER BY j").fetchall()]
+        emb = emb[rows]
+        scale = 0.25 * emb.std(axis=0, keepdims=True)  # per-frame variation a quarter of the templates' spread
+        rng = np.random.default_rng(seed)
+        for lo in range(0, n, chunk):
+            idx = np.arange(lo, min(n, lo + chunk))
+            vec = (emb[idx % k] + scale * rng.standard_normal((len(idx), emb.shape[1]), dtype=np.float32)).astype(np.float32)
+            cat.write_embeddings("pixel", fp, [f"syn{i}" for i in idx], vec)
+        con.execute("DROP TABLE t")
+        return time.perf_counter() - t0
+
+
+def large_baseline(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        t0 = time.perf_counter()
+        templates = make_set(tmp / "tmpl", args.templates, 1)
+        cur = make_set(tmp / "cur", args.cur, 2)
+        print(f"generated {args.templates} template + {args.cur} current frames (160x120 PNG) in "
+              f"{time.perf_counter() - t0:.1f} s")
+        db = str(tmp / "c.duckdb")
+        t_w = synthetic_baseline(db, templates, args.baseline)
+        size = Path(db).stat().st_size / 2**30
+        print(f"baseline: {args.baseline:,} frames + statistics + pixel embeddings written in {t_w:.1f} s "
+              f"(catalog {size:.2f} GiB)")
+        for run, cur_set in (("first", "cur"), ("again", "cur")):
+            argv = [sys.executable, str(REPO / "cli.py"), "drift", "--baseline", "base", "--current", cur_set,
+                    "--current-dir", str(cur), "--out", str(tmp / f"o_{run}"), "--encoders", "pixel", "--db", db, "-q"]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            rc = subprocess.run(argv, check=False, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            res = json.loads((tmp / f"o_{run}" / "results.json").read_text()) if rc.returncode in (0, 1) else {}
+            sample = res.get("drift", {}).get("baseline_sample")
+            print(f"drift {run:5s} ({'index + ' if run == 'first' else ''}check of {args.cur:,} frames): wall {wall:6.1f} s, "
+                  f"CPU {cpu:6.1f} s, peak RSS (largest child so far) {after.ru_maxrss / 2**20:.2f} GiB, exit {rc.returncode}; "
+                  f"baseline sample {sample}")
+            if rc.returncode not in (0, 1):
+                print(rc.stderr[-2000:])
+            failed = [g["name"] for g in res.get("drift", {}).get("gates", []) if g["status"] == "failed"]
+            print(f"  gates failed: {failed or 'none'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", type=int, default=10_000, help="baseline frames")
     ap.add_argument("--cur", type=int, default=1_000, help="frames per current set")
     ap.add_argument("--encoders", default="pixel", help="encoders for the embedding gates (default pixel)")
+    ap.add_argument("--baseline", type=int, default=None,
+                    help="a synthetic baseline of this many frames written straight into the catalog (see above)")
+    ap.add_argument("--templates", type=int, default=2_000, help="rendered frames the synthetic baseline copies")
     args = ap.parse_args()
+    if args.baseline is not None:
+        large_baseline(args)
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         t0 = time.perf_counter()

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import duckdb
 
 from perception_gap.catalog.annotations import AnnotationsMixin
+from perception_gap.catalog.baselines import BaselinesMixin
 from perception_gap.catalog.embeddings import EmbeddingsMixin
 from perception_gap.catalog.frames import FramesMixin
 from perception_gap.catalog.locking import WriterLock
@@ -39,7 +40,7 @@ _DUCKDB_MAGIC = (8, b"DUCK")  # offset and bytes of the DuckDB file header
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
-class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, EmbeddingsMixin, RunsMixin):
+class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, EmbeddingsMixin, RunsMixin, BaselinesMixin):
     """An open catalog file. Use as a context manager; every method is one transaction.
 
     This class holds the connection, session and schema migration; the operations come from one
@@ -231,7 +232,7 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
 
 
 # added after a catalog's first version: created when absent (`listing_repeats`: a v1 catalog upgrading)
-_ADDITIVE_TABLES = {"embedding_skips", "annotated_frames", "listing_repeats"}
+_ADDITIVE_TABLES = {"embedding_skips", "annotated_frames", "listing_repeats", "baseline_samples"}
 
 
 def _check_header(path: Path) -> None:

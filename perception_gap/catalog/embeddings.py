@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perception_gap.catalog.baselines import paths_table
 from perception_gap.catalog.schema import SOURCE_COLUMNS, pa
 
 
@@ -53,15 +54,20 @@ class EmbeddingsMixin:
                 self.con.execute("INSERT OR IGNORE INTO embedding_skips SELECT content_hash, ?, reason FROM sk",
                                  [fingerprint])
 
-    def load_embeddings(self, set_name: str, fingerprint: str) -> tuple[list[dict[str, Any]], "Any"]:
-        """Usable frames of a set that have an embedding: (frame rows, (N, D) float32 array)."""
+    def load_embeddings(self, set_name: str, fingerprint: str,
+                        paths: tuple[str, ...] | None = None) -> tuple[list[dict[str, Any]], "Any"]:
+        """Usable frames of a set that have an embedding: (frame rows, (N, D) float32 array); only
+        those at `paths` (rgb_path) when given (a baseline sample)."""
         import numpy as np
+
+        sample = paths_table(paths or ())  # noqa: F841 (DuckDB reads it by name)
+        only = "" if paths is None else "AND f.rgb_path IN (SELECT p FROM sample) "
 
         # a fresh cursor: `sql` refuses to run while an earlier `execute` result is unconsumed
         tbl = self.con.cursor().sql(
             "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.vector FROM frames f "
             "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
-            "WHERE f.set_name = $set AND f.status = 'ok' ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
+            f"WHERE f.set_name = $set AND f.status = 'ok' {only}ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
             params={"fp": fingerprint, "set": set_name}).to_arrow_table()
         n = tbl.num_rows
         if n == 0:

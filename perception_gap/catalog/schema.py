@@ -128,6 +128,16 @@ CREATE TABLE IF NOT EXISTS embedding_skips (
     reason VARCHAR NOT NULL,
     PRIMARY KEY (content_hash, fingerprint)
 );
+CREATE TABLE IF NOT EXISTS baseline_samples (
+    set_name VARCHAR NOT NULL,
+    size BIGINT NOT NULL,        -- frames kept
+    seed BIGINT NOT NULL,
+    digest UBIGINT NOT NULL,     -- content key of the set's usable frames when the sample was drawn
+    n_frames BIGINT NOT NULL,
+    paths VARCHAR[] NOT NULL,    -- rgb_path of the frames kept
+    created_at TIMESTAMP DEFAULT current_timestamp,
+    PRIMARY KEY (set_name, size, seed)
+);
 CREATE SEQUENCE IF NOT EXISTS run_ids START 1;
 CREATE TABLE IF NOT EXISTS runs (
     run_id BIGINT PRIMARY KEY DEFAULT nextval('run_ids'),

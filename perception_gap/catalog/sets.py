@@ -9,7 +9,7 @@ from perception_gap.errors import InputError
 
 # every table that names a set, with its column (frame_sets is the set itself)
 SET_TABLES = (("frames", "set_name"), ("annotations", "set_name"), ("annotated_frames", "set_name"),
-              ("listing_repeats", "set_name"), ("frame_sets", "name"))
+              ("listing_repeats", "set_name"), ("baseline_samples", "set_name"), ("frame_sets", "name"))
 
 
 @dataclass(frozen=True)

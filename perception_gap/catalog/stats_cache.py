@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perception_gap.catalog.baselines import paths_table
 from perception_gap.catalog.schema import DEPTH_FIELDS, IMAGE_FIELDS, SOURCE_COLUMNS, arrow_table, pa
 from perception_gap.statistics.depth import DepthStats
 from perception_gap.statistics.image import ImageStats
@@ -77,8 +78,11 @@ class StatsCacheMixin:
         with self._transaction():
             self.con.execute(f"INSERT OR REPLACE INTO {name} ({col_list}) SELECT {col_list} FROM batch")
 
-    def load_frames(self, set_name: str) -> list[dict[str, Any]]:
-        """Usable frames of a set joined with their cached statistics (None where not cached)."""
+    def load_frames(self, set_name: str, paths: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+        """Usable frames of a set joined with their cached statistics (None where not cached); only
+        those at `paths` (rgb_path) when given (a baseline sample)."""
+        sample = paths_table(paths or ())  # noqa: F841 (DuckDB reads it by name)
+        only = "" if paths is None else "AND f.rgb_path IN (SELECT p FROM sample) "
         img_cols = ", ".join(f"s.{c} AS img_{c}" for c in IMAGE_FIELDS)
         dep_cols = ", ".join(f"d.{c} AS dep_{c}" for c in DEPTH_FIELDS)
         cur = self.con.execute(
@@ -87,7 +91,7 @@ class StatsCacheMixin:
             f"{img_cols}, {dep_cols} FROM frames f "
             f"LEFT JOIN frame_stats s ON s.content_hash = f.content_hash "
             f"LEFT JOIN depth_stats d ON d.content_hash = f.depth_hash "
-            f"WHERE f.set_name = ? AND f.status = 'ok' ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
+            f"WHERE f.set_name = ? AND f.status = 'ok' {only}ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
             [set_name])
         names = [c[0] for c in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]

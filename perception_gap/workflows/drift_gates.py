@@ -395,11 +395,31 @@ def floor_ratio(emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Ha
                    "noise_floor_matched": floor, "noise_floor_method": nf.method, "n_baseline": n_b, "n_current": n_c}
 
 
-def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None,
-                   cur_eps: Sequence[Hashable] | None, threshold: float, *, random_state: int = 0) -> Gate:
-    """`floor_ratio` of current vs baseline against `threshold` (see `floor_ratio`)."""
+def shared_floor_ratio(emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None, *,
+                       random_state: int = 0) -> tuple[float, dict[str, Any]] | InsufficientData:
+    """`floor_ratio` computed once for the embedding and classifier gates (`floor=`): its result, or
+    the `InsufficientData` it raised (each gate handles that its own way)."""
     try:
-        ratio, detail = floor_ratio(emb_base, emb_cur, base_eps, random_state=random_state)
+        return floor_ratio(emb_base, emb_cur, base_eps, random_state=random_state)
+    except InsufficientData as e:
+        return e
+
+
+def _floor(floor: tuple[float, dict[str, Any]] | InsufficientData | None, *args: Any, **kw: Any) -> tuple[float, dict[str, Any]]:
+    if floor is None:
+        return floor_ratio(*args, **kw)
+    if isinstance(floor, InsufficientData):
+        raise floor
+    return floor
+
+
+def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None,
+                   cur_eps: Sequence[Hashable] | None, threshold: float, *, random_state: int = 0,
+                   floor: tuple[float, dict[str, Any]] | InsufficientData | None = None) -> Gate:
+    """`floor_ratio` of current vs baseline against `threshold` (see `floor_ratio`; `floor`: its
+    result already computed by `shared_floor_ratio` on the same arrays)."""
+    try:
+        ratio, detail = _floor(floor, emb_base, emb_cur, base_eps, random_state=random_state)
     except InsufficientData as e:
         return skipped(name, threshold, str(e))
     if detail["noise_floor_matched"] <= 0:
@@ -410,7 +430,7 @@ def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_ep
 
 def auc_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None,
              cur_eps: Sequence[Hashable] | None, threshold: float, *, min_ratio: float = 0.0,
-             random_state: int = 0) -> Gate:
+             random_state: int = 0, floor: tuple[float, dict[str, Any]] | InsufficientData | None = None) -> Gate:
     """Grouped cross-validated AUC of a current-vs-baseline classifier, gated on effect size too.
 
     Fails when the AUC exceeds `threshold` *and* the shift is larger than the baseline's own
@@ -428,7 +448,7 @@ def auc_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Seq
     big = True
     if min_ratio > 0:
         try:
-            ratio, _ = floor_ratio(emb_base, emb_cur, base_eps, random_state=random_state)
+            ratio, _ = _floor(floor, emb_base, emb_cur, base_eps, random_state=random_state)
             detail["effect_ratio"] = ratio if math.isfinite(ratio) else None
             big = ratio > min_ratio
         except InsufficientData as e:  # no floor to size the effect against: the AUC alone decides

@@ -181,8 +181,9 @@ def _depth_from_row(row: dict[str, Any]) -> DepthStats | None:
     return DepthStats(**vals)
 
 
-def load_set_records(catalog: Catalog, name: str, *, domain: str | None = None) -> SetRecords:
-    """A set's usable frames with their cached statistics.
+def load_set_records(catalog: Catalog, name: str, *, domain: str | None = None,
+                     paths: tuple[str, ...] | None = None) -> SetRecords:
+    """A set's usable frames with their cached statistics (only those at `paths` when given).
 
     Raises:
         InputError: unknown set, wrong domain, or a set with no usable frame.
@@ -194,7 +195,7 @@ def load_set_records(catalog: Catalog, name: str, *, domain: str | None = None) 
     if domain is not None and info["domain"] != domain:
         raise InputError(f"Expected set {name!r} to be a {domain} set, but it was indexed as {info['domain']!r}.")
     frames = []
-    for row in catalog.load_frames(name):
+    for row in catalog.load_frames(name, paths):
         image = _image_from_row(row)
         if image is None:
             continue  # unreadable content: reported among the skipped frames
