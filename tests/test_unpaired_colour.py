@@ -74,12 +74,11 @@ def test_paired_swap_of_low_chroma_scenes_is_still_a_bug():
 
 @pytest.fixture(scope="module")
 def voc_500x375(shared_data):
-    paths = sorted((shared_data / "detection_voc100" / "images").glob("*.jpg"))
-    out = []
-    for p in paths:
+    def rgb(p):
         with Image.open(p) as im:
-            if im.size == (500, 375):
-                out.append(np.asarray(im.convert("RGB")))
+            return np.asarray(im.convert("RGB")) if im.size == (500, 375) else None
+
+    out = [a for a in map(rgb, sorted((shared_data / "detection_voc100" / "images").glob("*.jpg"))) if a is not None]
     if len(out) < 16:
         pytest.skip("too few 500x375 VOC photos")
     return out[:16]
