@@ -30,6 +30,15 @@ ENC_MARGIN = {"pairs": 0.08, "distribution": 0.12}
 # (JPEG ringing and float rounding overshoot slightly), and the share of frames that must fit.
 ENC_BOUND_TOL = 0.03
 ENC_FIT_SHARE = 0.9
+# Unpaired sets whose moments differ by scene content (ImageNet vs CLIP on different VOC photos:
+# raw 0.18-0.56, the constants' own effect ~0.17) are read by their set extremes instead: a camera's
+# frames reach near-black and near-white somewhere, so under the right encodings both sides' [0, 1]
+# extremes coincide. Extremes distance = mean over channels of |lo01 sim - lo01 real| + |hi01 sim -
+# hi01 real|, over the sides' mean span. Tune cameras, 8 frames a side: ImageNet vs CLIP reads 0.00-0.06 with different
+# constants and 0.16-0.20 with one; both sides ImageNet reads 0.00-0.06 alike, 0.14-0.22 apart.
+# A normalization mismatch is declared when different constants bring it under ENC_RATIO x the
+# best common encoding's and by at least ENC_EXT_MARGIN.
+ENC_EXT_MARGIN = 0.08
 
 
 def moment_distance(mean_s: np.ndarray, std_s: np.ndarray, mean_r: np.ndarray,
@@ -183,6 +192,9 @@ class EncodingInference:
         raw_distance: moment distance of the values as they are.
         matched_distance: the same after un-normalizing with `sim`/`real`.
         basis: `pairs` or `distribution`.
+        extremes_common, extremes_matched: set-extremes distance (see ENC_EXT_MARGIN) under the
+            best common encoding and under `sim`/`real`, when the mismatch was decided by the
+            extremes (unpaired normalization); None otherwise.
     """
 
     sim: Encoding
@@ -191,6 +203,8 @@ class EncodingInference:
     raw_distance: float
     matched_distance: float
     basis: str
+    extremes_common: float | None = None
+    extremes_matched: float | None = None
 
 
 def infer_encodings(ms: ChannelMoments, mr: ChannelMoments, basis: str) -> EncodingInference:
@@ -225,6 +239,11 @@ def infer_encodings(ms: ChannelMoments, mr: ChannelMoments, basis: str) -> Encod
     margin = ENC_MARGIN[basis]
     if best is not None and best[0] < ENC_RATIO * raw and raw - best[0] >= margin:
         return EncodingInference(best[1], best[2], True, raw, best[0], basis)
+    if basis != "pairs":
+        by_extremes = _extremes_mismatch(ms, mr, cs, cr)
+        if by_extremes is not None:
+            (es, er), common, matched = by_extremes
+            return EncodingInference(es, er, True, raw, dist(es, er), basis, common, matched)
     es, er = _best_single(ms, cs), _best_single(mr, cr)
     if not es.same_map(er):
         # Both sides read the same way when one common encoding fits both (values agree as is).
@@ -241,3 +260,35 @@ def _pooled(m: ChannelMoments) -> tuple[np.ndarray, np.ndarray]:
     mean = m.mean.mean(axis=0, keepdims=True)
     var = (m.std ** 2).mean(axis=0, keepdims=True) + m.mean.var(axis=0, keepdims=True)
     return mean, np.sqrt(var)
+
+
+def _extremes(enc: Encoding, m: ChannelMoments) -> tuple[np.ndarray, np.ndarray]:
+    """(c,) set minimum and maximum per channel in [0, 1] units under `enc`."""
+    off, sc = enc.consts(m.mean.shape[1])
+    return np.min(m.lo * sc + off, axis=0), np.max(m.hi * sc + off, axis=0)
+
+
+def extremes_distance(es: Encoding, ms: ChannelMoments, er: Encoding, mr: ChannelMoments) -> float:
+    """Set-extremes distance under `es` / `er`: mean over channels of |lo01 sim - lo01 real| +
+    |hi01 sim - hi01 real|, over the mean span (hi01 - lo01) of the two sides, so that one common
+    map (a range such as [0, 255] that squeezes both sides) reads the same as any other."""
+    lo_s, hi_s = _extremes(es, ms)
+    lo_r, hi_r = _extremes(er, mr)
+    span = float(np.mean(0.5 * ((hi_s - lo_s) + (hi_r - lo_r))))
+    return float(np.mean(np.abs(lo_s - lo_r) + np.abs(hi_s - hi_r))) / max(span, 1e-12)
+
+
+def _extremes_mismatch(ms: ChannelMoments, mr: ChannelMoments, cs: list[Encoding], cr: list[Encoding]
+                       ) -> tuple[tuple[Encoding, Encoding], float, float] | None:
+    """((sim, real) encodings, common distance, matched distance) when different normalization
+    constants line up the sides' set extremes far better than any one encoding both fit."""
+    common = [e for e in cs if any(e.same_map(x) for x in cr)]
+    pairs = [(es, er) for es in cs for er in cr
+             if not es.same_map(er) and (es.normalized or er.normalized)]
+    if not common or not pairs:
+        return None
+    d_common = min(extremes_distance(e, ms, e, mr) for e in common)
+    d_best, best = min(((extremes_distance(es, ms, er, mr), (es, er)) for es, er in pairs), key=lambda t: t[0])
+    if d_best < ENC_RATIO * d_common and d_common - d_best >= ENC_EXT_MARGIN:
+        return best, d_common, d_best
+    return None

@@ -7,7 +7,14 @@ import numpy as np
 
 from perception_gap.diagnoses.common import num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
-from perception_gap.diagnoses.encoding import ENC_MARGIN, ChannelMoments, Encoding, EncodingInference, moments
+from perception_gap.diagnoses.encoding import (
+    ENC_EXT_MARGIN,
+    ENC_MARGIN,
+    ChannelMoments,
+    Encoding,
+    EncodingInference,
+    moments,
+)
 from perception_gap.findings import Finding
 
 
@@ -27,6 +34,9 @@ def _encoding_evidence(ctx: Context, inf: EncodingInference, ms: ChannelMoments,
             ev[f"{side}_norm_std"] = nums(enc.scale, 8)
     ev["raw_distance"] = num(inf.raw_distance)
     ev["matched_distance"] = num(inf.matched_distance)
+    if inf.extremes_common is not None:  # decided by the sets' [0, 1] extremes (unpaired)
+        ev["extremes_distance_common"] = num(inf.extremes_common)
+        ev["extremes_distance_matched"] = num(inf.extremes_matched)
     return ev
 
 
@@ -40,6 +50,8 @@ def encoding_inputs(ctx: Context) -> tuple[str, int, ChannelMoments, ChannelMome
 
 
 def _encoding_score(inf: EncodingInference) -> float:
+    if inf.extremes_common is not None:
+        return num((inf.extremes_common - inf.extremes_matched) / ENC_EXT_MARGIN)
     return num((inf.raw_distance - inf.matched_distance) / ENC_MARGIN[inf.basis])
 
 
