@@ -76,3 +76,25 @@ def test_docs_contract_is_in_step_with_the_shared_contract():
     ours = (ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
     body = ours.split("-->\n\n", 1)[1]
     assert body == SHARED_CONTRACT.read_text(encoding="utf-8")
+
+
+def test_contract_additions_name_options_and_codes_the_engine_has():
+    import argparse
+
+    import cli
+
+    text = (ROOT / "docs" / "contract-additions.md").read_text(encoding="utf-8")
+    parser = cli.build_parser()
+    options: set[str] = set()
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for sub in subparsers[0].choices.values():
+        for action in sub._actions:
+            options.update(action.option_strings)
+    named = set(re.findall(r"`[a-z-]* ?(--[a-z][a-z0-9-]+)", text)) | set(re.findall(r"\[(--[a-z][a-z0-9-]+)", text))
+    assert {"--depth-camera", "--depth-topic", "--sync-tolerance", "--rollouts", "--max-drop"} <= named
+    assert named - options == set()
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "perception_gap").rglob("*.py"))
+    codes = re.findall(r"`([a-z_]+)`", text.split("Finding codes of the evaluation commands:", 1)[1].split("## Database")[0])
+    assert len(codes) >= 9
+    for code in codes:
+        assert f'"{code}"' in source, code
