@@ -5,11 +5,14 @@ tests/test_rosbag.py's writer into a temp folder (`--depth`: and as many 16UC1 d
 on a second topic, indexed with `--depth-topic`), then times in CPU seconds of this process
 (the machine may be shared; `--workers 1` keeps all work in it), the best of `--repeat` runs:
 
-- `index`: `index_rosbag` into a fresh catalog (lists the topics, hashes the bag);
+- `list`: `scan_rosbag` alone (reads the bag's messages of the topics: what `index` lists);
+- `index`: `index_rosbag` into a fresh catalog (lists the topics, then hashes the bag's bytes);
 - `stats`: `compute_stats` after it (one verified sequential pass, every frame's statistics);
 - the bare read: `AnyReader` over the topics, every message deserialized and turned into an
   array.
 
+and the bytes each read from files (`rchar` of /proc/self/io, Linux; page-cache hits count too),
+as a multiple of the bag's size: how many times each stage reads the bag.
 Prints the figures and the ratios. A report, not a test: exits 0 whatever the figures.
 
     python bench/bench_rosbag.py                       # 200 frames, 640x480, MCAP
@@ -29,6 +32,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def _rchar() -> int:
+    try:
+        with open("/proc/self/io") as f:
+            return next(int(ln.split()[1]) for ln in f if ln.startswith("rchar:"))
+    except (OSError, StopIteration):
+        return 0
+
+
 def _bare(bag: Path, topics: list[str]) -> None:
     from rosbags.highlevel import AnyReader
 
@@ -42,7 +53,7 @@ def _bare(bag: Path, topics: list[str]) -> None:
 def main() -> int:
     import tests.test_rosbag as tb
     from perception_gap.catalog import Catalog
-    from perception_gap.ingest.rosbag import index_rosbag
+    from perception_gap.ingest.rosbag import index_rosbag, scan_rosbag
     from perception_gap.workflows.stats import compute_stats
 
     ap = argparse.ArgumentParser()
@@ -59,24 +70,32 @@ def main() -> int:
              for i in range(a.frames)] if a.depth else []
     tb.H = h  # the writer's declared height
     depth_topic = "/depth" if a.depth else None
-    best = {"bare": np.inf, "index": np.inf, "stats": np.inf}
+    best = {"bare": np.inf, "list": np.inf, "index": np.inf, "stats": np.inf}
     with tempfile.TemporaryDirectory() as tmp:
         bag = tb.write_bag(Path(tmp) / "bag", a.storage, colour=frames, depth=depth)
         for k in range(a.repeat):
             t = time.process_time()
             _bare(bag, ["/cam", "/depth"] if a.depth else ["/cam"])
             best["bare"] = min(best["bare"], time.process_time() - t)
+            t, io0 = time.process_time(), _rchar()
+            scan_rosbag(bag, "/cam", depth_topic=depth_topic)
+            best["list"] = min(best["list"], time.process_time() - t)
+            io1 = _rchar()
             with Catalog(Path(tmp) / f"c{k}.duckdb") as cat, cat.session():
-                t = time.process_time()
+                t, io2 = time.process_time(), _rchar()
                 index_rosbag(cat, bag, "/cam", "b", "real", depth_topic=depth_topic, workers=1)
                 best["index"] = min(best["index"], time.process_time() - t)
-                t = time.process_time()
+                io3 = _rchar()
+                t, io4 = time.process_time(), _rchar()
                 done = compute_stats(cat, ["b"], workers=1).computed
                 best["stats"] = min(best["stats"], time.process_time() - t)
+                io5 = _rchar()
+        size = sum(p.stat().st_size for p in bag.iterdir())
     pipe = best["index"] + best["stats"]
     print(f"{a.frames} frames {w}x{h} ({a.storage}{', + depth topic' if a.depth else ''}): bare read "
-          f"{best['bare']:.2f} CPU-s, index {best['index']:.2f} + stats {best['stats']:.2f} = {pipe:.2f} CPU-s "
-          f"({done} measured), index/bare {best['index'] / best['bare']:.2f}x, all/bare {pipe / best['bare']:.1f}x")
+          f"{best['bare']:.2f} CPU-s, list {best['list']:.2f}, index {best['index']:.2f} + stats {best['stats']:.2f} = {pipe:.2f} CPU-s "
+          f"({done} measured), list/bare {best['list'] / best['bare']:.2f}x, all/bare {pipe / best['bare']:.1f}x; "
+          f"bytes read: list {(io1 - io0) / size:.2f}x, index {(io3 - io2) / size:.2f}x, stats {(io5 - io4) / size:.2f}x the bag ({size / 1e6:.0f} MB)")
     return 0
 
 

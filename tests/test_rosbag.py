@@ -140,7 +140,7 @@ def test_depth_pairs_with_the_nearest_stamp_within_tolerance(bags):
     usable = [e for e in entries if e.error is None]
     paired = {e.step: (e.depth_container.index, e.depth_unit) for e in usable if e.depth_container is not None}
     assert paired == {0: (0, "mm"), 1: (1, "m")}  # frame 2's depth is 50 ms off, frames 3-4 have none near
-    assert warnings == [(f"3 of {len(COLOUR)} frame(s) of run_mcap.mcap have no /depth message within 0.02 s: "
+    assert warnings == [(f"3 of {len(COLOUR)} frame(s) of run_mcap have no /depth message within 0.02 s: "
                          "they keep no depth")]
     c = usable[0].depth_container
     got = dict(decode_members(c.file.path, c.member, [0, 1, 2]))

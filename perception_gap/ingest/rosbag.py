@@ -31,13 +31,13 @@ from perception_gap.ingest.containers import ROSBAG_PREFIX, ContainerFile, Conta
 from perception_gap.ingest.entries import FrameEntry, IndexReport, Progress, index_entries, validate_set_name
 from perception_gap.ingest.frames import Header
 from perception_gap.ingest.rosmsg import (
-    DEPTH_UNITS,
-    IMAGE,
     IMAGE_TYPES,
     ROS2_STORAGE_EXTS,
     message_header,
+    message_unit,
     open_bag,
     stamp_seconds,
+    storage_files,
     topic_messages,
 )
 from perception_gap.ingest.video import pair_key
@@ -55,24 +55,20 @@ _SHAPE = "Expected `--rosbag` to be a ROS 1 .bag file, a ROS 2 bag folder (metad
 
 @dataclass(frozen=True)
 class TopicMessage:
-    """One listed message of a topic: its place, timestamp (s) and what it decodes to (or why not)."""
+    """One listed message of a topic: its container file, place in that file's topic, place in the
+    bag's topic (the step), timestamp (s) and what it decodes to (or why not)."""
 
+    file: Path
     index: int
+    step: int
     timestamp: float
     header: Any  # `Header`, or the FrameError text when the message cannot be decoded
     unit: str | None = None
 
 
-def _ros2_storage(folder: Path) -> Path:
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in ROS2_STORAGE_EXTS and p.is_file())
-    if len(files) != 1:
-        raise InputError(f"ROS 2 bag {str(folder)!r} has {len(files)} storage files (.db3/.mcap); "
-                         "expected one (split bags are not supported: merge them first).")
-    return files[0]
-
-
 def find_bags(path: Path) -> list[Path]:
-    """The container files of `--rosbag PATH` in episode order (see the module docstring).
+    """The bags of `--rosbag PATH` in episode order (see the module docstring): `.bag` files and
+    ROS 2 bag folders.
 
     Raises:
         InputError: PATH does not exist, or is not a bag nor a folder holding bags.
@@ -83,27 +79,34 @@ def find_bags(path: Path) -> list[Path]:
         if path.suffix.lower() == ".bag":
             return [path]
         if path.suffix.lower() in ROS2_STORAGE_EXTS and (path.parent / "metadata.yaml").is_file():
-            return [_ros2_storage(path.parent)]
+            return [path.parent]
         raise InputError(f"{_SHAPE}, got {str(path)!r} (a {path.suffix or 'suffix-less'} file).")
     if (path / "metadata.yaml").is_file():
-        return [_ros2_storage(path)]
+        return [path]
     bags = sorted((p for p in path.iterdir() if (p.is_file() and p.suffix.lower() == ".bag")
                    or (p.is_dir() and (p / "metadata.yaml").is_file())), key=lambda p: p.name)
     if not bags:
         raise InputError(f"{_SHAPE}, got {str(path)!r} (a folder holding no bag).")
-    return [p if p.is_file() else _ros2_storage(p) for p in bags]
+    return bags
 
 
-def _list_topic(reader: Any, topic: str, msgtype: str) -> list[TopicMessage]:
-    out = []
-    for i, t, msg in topic_messages(reader, topic):
-        try:
-            header: Any = message_header(msg, msgtype)
-        except FrameError as e:
-            header = str(e)
-        enc = getattr(msg, "encoding", None)
-        out.append(TopicMessage(i, stamp_seconds(msg, t), header, DEPTH_UNITS.get(enc) if msgtype == IMAGE else None))
-    return out
+def containers(bag: Path) -> list[Path]:
+    """The container files of one bag: the `.bag`, or a ROS 2 bag's storage files in order.
+
+    Raises:
+        InputError: a ROS 2 bag's metadata.yaml is unreadable or names missing files.
+    """
+    if bag.is_file():
+        return [bag]
+    try:
+        files, _ = storage_files(bag)
+    except FrameError as e:
+        raise InputError(f"Cannot read `--rosbag` {str(bag)!r}: {e}.") from None
+    bad = [f.name for f in files if f.suffix.lower() not in ROS2_STORAGE_EXTS]
+    if bad:
+        raise InputError(f"Cannot read `--rosbag` {str(bag)!r}: storage file(s) {', '.join(bad)} are neither "
+                         ".db3 nor .mcap (compressed whole files are not supported).")
+    return files
 
 
 def _image_topics(topics: dict[str, Any]) -> str:
@@ -111,37 +114,57 @@ def _image_topics(topics: dict[str, Any]) -> str:
     return ", ".join(names) or "none"
 
 
-def read_bag(path: Path, topic: str, depth_topic: str | None = None) -> tuple[list[TopicMessage], list[TopicMessage] | None]:
-    """(colour messages, depth messages or None) of one bag's topics.
+def _check_topics(bag: Path, topics: dict[str, Any], asked: list[tuple[str, str]]) -> None:
+    for flag, name in asked:
+        info = topics.get(name)
+        if info is None:
+            raise InputError(f"Unknown {flag} {name!r} in {str(bag)!r}; its image topics: {_image_topics(topics)}.")
+        if info.msgtype not in IMAGE_TYPES:
+            raise InputError(f"{flag} {name!r} carries {info.msgtype}, not an image; "
+                             f"the image topics of {str(bag)!r}: {_image_topics(topics)}.")
+
+
+def read_bag(bag: Path, topic: str, depth_topic: str | None = None) -> tuple[list[TopicMessage], list[TopicMessage] | None]:
+    """(colour messages, depth messages or None) of one bag, each of its container files read
+    once for both topics.
 
     Raises:
         InputError: the bag cannot be read, holds no message, lacks a topic (the message lists
             its image topics) or the topic is not an image topic.
     """
-    try:
-        reader = open_bag(path)
-    except FrameError as e:
-        raise InputError(f"Cannot read `--rosbag` {str(path)!r}: {e}.") from None
-    with closing(reader):
-        if reader.message_count == 0:
-            raise InputError(f"Bag {str(path)!r} is empty (it holds no message).")
-        topics = reader.topics
-        lists = []
-        for flag, name in (("--topic", topic), ("--depth-topic", depth_topic)):
-            if name is None:
-                lists.append(None)
-                continue
-            info = topics.get(name)
-            if info is None:
-                raise InputError(f"Unknown {flag} {name!r} in {str(path)!r}; its image topics: {_image_topics(topics)}.")
-            if info.msgtype not in IMAGE_TYPES:
-                raise InputError(f"{flag} {name!r} carries {info.msgtype}, not an image; "
-                                 f"the image topics of {str(path)!r}: {_image_topics(topics)}.")
+    asked = [("--topic", topic)] + ([("--depth-topic", depth_topic)] if depth_topic else [])
+    names = [name for _, name in asked]
+    lists: dict[str, list[TopicMessage]] = {name: [] for name in names}
+    topics: dict[str, Any] = {}
+    count = 0
+    for file in containers(bag):
+        try:
+            reader = open_bag(file)
+        except FrameError as e:
+            raise InputError(f"Cannot read `--rosbag` {str(bag)!r}: {e}.") from None
+        with closing(reader):
+            count += reader.message_count
+            topics.update(reader.topics)
+            msgtypes = {c.topic: c.msgtype for c in reader.connections}
+            offset = {name: len(lists[name]) for name in names}
+            _check_topics(bag, topics, [(flag, name) for flag, name in asked if name in msgtypes])
             try:
-                lists.append(_list_topic(reader, name, info.msgtype))
+                for name, i, t, msg in topic_messages(reader, [n for n in names if n in msgtypes]):
+                    lists[name].append(_listed(file, i, offset[name] + i, t, msg, msgtypes[name]))
             except FrameError as e:
-                raise InputError(f"Cannot read `--rosbag` {str(path)!r}: {e}.") from None
-    return lists[0], lists[1]
+                raise InputError(f"Cannot read `--rosbag` {str(bag)!r}: {e}.") from None
+    if count == 0:
+        raise InputError(f"Bag {str(bag)!r} is empty (it holds no message).")
+    _check_topics(bag, topics, asked)
+    return lists[topic], lists[depth_topic] if depth_topic else None
+
+
+def _listed(file: Path, index: int, step: int, t: int, msg: Any, msgtype: str) -> TopicMessage:
+    try:
+        header: Any = message_header(msg, msgtype)
+    except FrameError as e:
+        header = str(e)
+    return TopicMessage(file, index, step, stamp_seconds(msg, t), header, message_unit(msg, msgtype))
 
 
 def nearest_within(stamps: np.ndarray, targets: np.ndarray, tolerance: float) -> np.ndarray:
@@ -166,22 +189,24 @@ def nearest_within(stamps: np.ndarray, targets: np.ndarray, tolerance: float) ->
     return np.where(np.abs(s[pick] - targets) <= tolerance, order[pick], -1).astype(np.int64)
 
 
-def _bag_entries(path: Path, episode: str, topic: str, depth_topic: str | None,
+def _bag_entries(bag: Path, episode: str, topic: str, depth_topic: str | None,
                  tolerance: float) -> tuple[list[FrameEntry], int]:
     """A bag's frame entries, and how many usable colour frames found no depth within tolerance."""
-    colour, depth = read_bag(path, topic, depth_topic)
-    file = ContainerFile(path)
+    colour, depth = read_bag(bag, topic, depth_topic)
+    files: dict[Path, ContainerFile] = {}
     member = f"{ROSBAG_PREFIX}{topic}"
     paired = np.full(len(colour), -1, np.int64)
     if depth is not None:
-        usable = [d for d in depth if not isinstance(d.header, str)]
-        pick = nearest_within(np.array([d.timestamp for d in usable]), np.array([m.timestamp for m in colour]), tolerance)
-        paired = np.array([usable[k].index if k >= 0 else -1 for k in pick], np.int64)
+        usable = [k for k, d in enumerate(depth) if not isinstance(d.header, str)]
+        pick = nearest_within(np.array([depth[k].timestamp for k in usable]),
+                              np.array([m.timestamp for m in colour]), tolerance)
+        paired = np.array([usable[k] if k >= 0 else -1 for k in pick], np.int64)
     entries, unpaired = [], 0
     for m, j in zip(colour, paired):
         ok = not isinstance(m.header, str)
-        entry = FrameEntry(rgb_path=Path(frame_path(path, member, m.index)), pair_key=pair_key(episode, m.index),
-                           episode=episode, step=m.index, timestamp=m.timestamp,
+        file = files.setdefault(m.file, ContainerFile(m.file))
+        entry = FrameEntry(rgb_path=Path(frame_path(m.file, member, m.index)), pair_key=pair_key(episode, m.step),
+                           episode=episode, step=m.step, timestamp=m.timestamp,
                            container=ContainerFrame(file, member, m.index, m.header if ok else _UNDECODABLE),
                            error=None if ok else m.header)
         if depth is not None and ok:
@@ -189,8 +214,9 @@ def _bag_entries(path: Path, episode: str, topic: str, depth_topic: str | None,
                 unpaired += 1
             else:
                 d = depth[int(j)]
-                entry.depth_container = ContainerFrame(file, f"{ROSBAG_PREFIX}{depth_topic}", d.index, d.header)
-                entry.depth_path, entry.depth_unit = path, d.unit
+                dfile = files.setdefault(d.file, ContainerFile(d.file))
+                entry.depth_container = ContainerFrame(dfile, f"{ROSBAG_PREFIX}{depth_topic}", d.index, d.header)
+                entry.depth_path, entry.depth_unit = d.file, d.unit
         entries.append(entry)
     return entries, unpaired
 
@@ -199,21 +225,36 @@ def scan_rosbag(path: Path, topic: str, *, depth_topic: str | None = None,
                 tolerance: float = SYNC_TOLERANCE) -> tuple[list[FrameEntry], list[str]]:
     """List one topic's frames of a bag or folder of bags (see the module docstring).
 
+    In a folder of bags, a bag that cannot be read (corrupt, truncated, empty, without the
+    topic) is one skipped entry (its path, the reason) and the others are listed.
+
     Returns:
         (entries, warnings): the warnings count colour frames left without depth.
 
     Raises:
-        InputError: see `find_bags` and `read_bag`; a negative or non-finite tolerance.
+        InputError: see `find_bags` and `read_bag` (for a folder: when no bag of it can be read);
+            a negative or non-finite tolerance.
     """
     if not (np.isfinite(tolerance) and tolerance >= 0):
         raise InputError(f"Expected `--sync-tolerance` >= 0 seconds, got {tolerance}.")
-    entries, warnings = [], []
-    for episode, bag in enumerate(find_bags(Path(os.path.abspath(path)))):
-        got, unpaired = _bag_entries(bag, str(episode), topic, depth_topic, tolerance)
+    root = Path(os.path.abspath(path))
+    bags = find_bags(root)
+    entries, warnings, failed = [], [], []
+    for episode, bag in enumerate(bags):
+        try:
+            got, unpaired = _bag_entries(bag, str(episode), topic, depth_topic, tolerance)
+        except InputError as e:
+            if len(bags) == 1:
+                raise
+            failed.append(str(e))
+            entries.append(FrameEntry(rgb_path=bag, pair_key=None, episode=str(episode), error=f"bag skipped: {e}"))
+            continue
         entries.extend(got)
         if unpaired:
             warnings.append(f"{unpaired} of {len(got)} frame(s) of {bag.name} have no {depth_topic} message "
                             f"within {tolerance:g} s: they keep no depth")
+    if len(failed) == len(bags) > 1:
+        raise InputError(f"No bag of {str(root)!r} can be read ({len(bags)} bags); the first: {failed[0]}")
     return entries, warnings
 
 

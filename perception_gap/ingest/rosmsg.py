@@ -1,15 +1,22 @@
 """ROS image messages and the bags that hold them, read with the pure-Python `rosbags` package.
 
-A bag is one container file: a ROS 1 `.bag` file, or the single storage file (`.db3` for
-sqlite3, `.mcap` for MCAP) of a ROS 2 bag folder (`metadata.yaml` beside it). `open_bag` opens
-either; `topic_messages` walks one topic front to back, numbering its messages 0, 1, ... in
-the bag's order (receive time), which is a frame's index inside the container.
+A container file is a ROS 1 `.bag` file or one storage file (`.db3` for sqlite3, `.mcap` for
+MCAP) of a ROS 2 bag folder (`metadata.yaml` beside it, listing its storage files: several when
+rosbag2 split the recording by size or duration, `storage_files`). `open_bag` opens one: a ROS 1
+bag or an unsplit ROS 2 bag through its folder (as rosbag2 reads it), a storage file of a split bag
+on its own. `topic_messages` walks the messages of several topics in one pass, numbering each
+topic's messages 0, 1, ... in the file's order (receive time): a frame's index inside its container.
 
 `sensor_msgs/msg/Image` decodes as `decode_rgb` decodes a file of the same content: rgb8, bgr8
 (channels reversed), rgba8 and bgra8 (alpha dropped) and mono8 as 8-bit Pillow images (`RGB`,
 `L`); mono16 and 16UC1 as (H, W, 1) uint16 arrays, 32FC1 as (H, W, 1) float32 arrays (depth
 maps: millimetres and metres, `DEPTH_UNITS`). `sensor_msgs/msg/CompressedImage` holds a JPEG or
-PNG file, decoded as such. Any other encoding is a `FrameError` naming it.
+PNG file, decoded as such, or, with format `<encoding>; compressedDepth[ png]` (ROS
+image_transport's compressed_depth_image_transport), a 12-byte little-endian header (int32
+format, float32 depthParam[2]) then a 16-bit greyscale PNG: for 16UC1 (and mono16) the depth
+values themselves; for 32FC1 quantized inverse depth q, depth = depthParam[0] / (q -
+depthParam[1]) in float32 and NaN where q = 0 (the plugin's own decoder). Any other encoding
+(and compressedDepth's RVL codec) is a `FrameError` naming it.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ ENCODINGS: dict[str, tuple[str, int, tuple[int, ...] | None]] = {
     "16UC1": ("uint16", 1, None), "32FC1": ("float32", 1, None),
 }
 DEPTH_UNITS = {"16UC1": "mm", "mono16": "mm", "32FC1": "m"}  # the ROS depth conventions (REP 118)
+COMPRESSED_DEPTH = {"16UC1": "uint16", "mono16": "uint16", "32FC1": "float32"}  # compressedDepth: encoding -> dtype
+_DEPTH_CONFIG = struct.Struct("<iff")  # compressed_depth_image_transport's ConfigHeader
 _MAGIC = {b"\x89PNG": ".png", b"\xff\xd8\xff": ".jpg"}
 # what a corrupt or truncated bag makes the rosbags readers raise (its parsers do not wrap them all)
 BAG_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, KeyError, IndexError, TypeError,
@@ -52,9 +61,40 @@ def _rosbags_errors() -> tuple[type[BaseException], ...]:
     return (AnyReaderError, Reader1Error, Reader2Error) + BAG_ERRORS
 
 
-def bag_dir(path: Path) -> Path:
-    """What rosbags opens for a container file: the `.bag` itself, or a storage file's ROS 2 folder."""
-    return path.parent if path.suffix.lower() in ROS2_STORAGE_EXTS else path
+def storage_files(folder: Path) -> tuple[list[Path], bool]:
+    """(storage files in the order `metadata.yaml` lists them, compressed?) of a ROS 2 bag folder.
+
+    Raises:
+        FrameError: the metadata cannot be read, lists no storage file or one that is missing.
+    """
+    from ruamel.yaml import YAML, YAMLError
+
+    try:
+        info = YAML(typ="safe").load((folder / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        names = [Path(str(x)).name for x in info["relative_file_paths"]]
+        compressed = str(info.get("compression_mode") or "").lower() not in ("", "none")
+    except (OSError, YAMLError, KeyError, TypeError, ValueError) as e:
+        raise FrameError(f"unreadable metadata.yaml: {_reason(e)}") from None
+    files = [folder / n for n in names]
+    if not files or any(not f.is_file() for f in files):
+        missing = [n for n, f in zip(names, files) if not f.is_file()]
+        raise FrameError("metadata.yaml lists no storage file" if not files else
+                         f"storage file(s) listed in metadata.yaml are missing: {', '.join(missing)}")
+    return files, compressed
+
+
+def bag_target(path: Path) -> Path:
+    """What rosbags opens for a container file: the `.bag` itself, an unsplit ROS 2 bag's folder,
+    or the storage file itself when its bag is split into several (FrameError when that bag
+    compresses its files or messages: they are read through the folder only)."""
+    if path.suffix.lower() not in ROS2_STORAGE_EXTS:
+        return path
+    files, compressed = storage_files(path.parent)
+    if len(files) == 1:
+        return path.parent
+    if compressed:
+        raise FrameError("split ROS 2 bags with compression (compression_mode) are not supported")
+    return path
 
 
 def _reason(e: BaseException) -> str:
@@ -74,28 +114,38 @@ def open_bag(path: Path) -> Any:
     ros2 = path.suffix.lower() in ROS2_STORAGE_EXTS
     store = get_typestore(Stores.ROS2_HUMBLE if ros2 else Stores.ROS1_NOETIC)  # for bags without type definitions
     try:
-        reader = AnyReader([bag_dir(path)], default_typestore=store)
+        reader = AnyReader([bag_target(path)], default_typestore=store)
         reader.open()
     except _rosbags_errors() as e:
         raise FrameError(f"not a readable ROS bag (corrupt or truncated?): {_reason(e)}") from None
     return reader
 
 
-def topic_messages(reader: Any, topic: str) -> Iterator[tuple[int, int, Any]]:
-    """(index, receive time in ns, deserialized message) of one topic, in the bag's order.
+def topic_messages(reader: Any, topics: list[str], wanted: dict[str, set[int]] | None = None
+                   ) -> Iterator[tuple[str, int, int, Any]]:
+    """(topic, index in its topic, receive time in ns, deserialized message) of the messages of
+    several topics, in one pass over the bag, in its order.
+
+    Args:
+        wanted: per topic, the indices to deserialize; the others are yielded with message None
+            (their bytes are read, not parsed). None deserializes every message.
 
     Raises:
         FrameError: a message cannot be read or deserialized (the bag is corrupt past that point).
     """
-    conns = [c for c in reader.connections if c.topic == topic]
+    conns = [c for c in reader.connections if c.topic in topics]
     if not conns:
         return
-    i = -1
+    seen = dict.fromkeys(topics, -1)
+    n = 0
     try:
-        for i, (con, t, raw) in enumerate(reader.messages(connections=conns)):
-            yield i, t, reader.deserialize(raw, con.msgtype)
+        for con, t, raw in reader.messages(connections=conns):
+            i = seen[con.topic] = seen[con.topic] + 1
+            keep = wanted is None or i in wanted.get(con.topic, ())
+            yield con.topic, i, t, reader.deserialize(raw, con.msgtype) if keep else None
+            n += 1
     except _rosbags_errors() as e:
-        raise FrameError(f"bag unreadable after message {i} of {topic}: {_reason(e)}") from None
+        raise FrameError(f"bag unreadable after {n} message(s) of {', '.join(topics)}: {_reason(e)}") from None
 
 
 def stamp_seconds(msg: Any, receive_ns: int) -> float:
@@ -107,8 +157,6 @@ def stamp_seconds(msg: Any, receive_ns: int) -> float:
 
 def _compressed_suffix(msg: Any) -> str:
     fmt = str(msg.format)
-    if "compresseddepth" in fmt.lower():
-        raise FrameError(f"unsupported CompressedImage format {fmt!r} (compressedDepth)")
     data = bytes(msg.data[:4])
     for magic, suffix in _MAGIC.items():
         if data.startswith(magic):
@@ -116,9 +164,55 @@ def _compressed_suffix(msg: Any) -> str:
     raise FrameError(f"CompressedImage format {fmt!r} holds neither JPEG nor PNG data")
 
 
+def depth_encoding(msg: Any) -> str | None:
+    """The raw encoding (`16UC1`, `32FC1`, ...) of a compressedDepth CompressedImage, else None."""
+    enc, sep, rest = str(msg.format).partition(";")
+    return enc.strip() if sep and "compresseddepth" in rest.lower() else None
+
+
+def _compressed_depth(msg: Any) -> tuple[str, float, float, bytes]:
+    """(encoding, depthParam[0], depthParam[1], PNG bytes) of a compressedDepth message."""
+    enc, fmt = depth_encoding(msg) or "", str(msg.format)
+    codec = fmt.partition(";")[2].lower().replace("compresseddepth", "").strip() or "png"
+    if codec != "png":
+        raise FrameError(f"unsupported compressedDepth codec in format {fmt!r} (supported: png)")
+    if enc not in COMPRESSED_DEPTH:
+        raise FrameError(f"unsupported compressedDepth encoding {enc!r} (supported: {', '.join(COMPRESSED_DEPTH)})")
+    data = bytes(msg.data)
+    if len(data) <= _DEPTH_CONFIG.size or not data[_DEPTH_CONFIG.size:].startswith(b"\x89PNG"):
+        raise FrameError(f"compressedDepth message of {len(data)} bytes holds no PNG after its 12-byte header")
+    _, a, b = _DEPTH_CONFIG.unpack_from(data)
+    return enc, a, b, data[_DEPTH_CONFIG.size:]
+
+
+def _compressed_depth_header(msg: Any) -> Header:
+    enc, _, _, png = _compressed_depth(msg)
+    h = probe(Path("depth.png"), png)
+    if h.channels != 1 or h.dtype != "uint16":
+        raise FrameError(f"compressedDepth PNG is {h.mode} ({h.dtype}, {h.channels} channel(s)), not 16-bit greyscale")
+    return Header(width=h.width, height=h.height, format="compressedDepth", mode="HWC",
+                  dtype=COMPRESSED_DEPTH[enc], channels=1)
+
+
+def _compressed_depth_frame(msg: Any) -> np.ndarray:
+    """(H, W, 1) uint16 depth values (16UC1, mono16) or float32 depth (32FC1, NaN where unknown)."""
+    _compressed_depth_header(msg)  # the encoding and PNG checks
+    enc, qa, qb, png = _compressed_depth(msg)
+    a = decode_rgb(Path("depth.png"), png)
+    q = np.asarray(a).reshape(a.size[1], a.size[0], 1) if isinstance(a, Image.Image) else np.asarray(a)
+    q = q.astype(np.uint16, copy=False)  # a 16-bit PNG: Pillow may hand it over as int32 (mode I)
+    if COMPRESSED_DEPTH[enc] == "uint16":
+        return q
+    with np.errstate(divide="ignore"):
+        depth = np.float32(qa) / (q.astype(np.float32) - np.float32(qb))
+    return np.where(q == 0, np.float32(np.nan), depth).astype(np.float32)
+
+
 def message_header(msg: Any, msgtype: str) -> Header:
     """What a message's frame decodes to (size, mode, dtype), without decoding pixels; FrameError
     for an unsupported encoding or an inconsistent message."""
+    if msgtype == COMPRESSED and depth_encoding(msg) is not None:
+        return _compressed_depth_header(msg)
     if msgtype == COMPRESSED:
         suffix = _compressed_suffix(msg)
         return probe(Path(f"msg{suffix}"), bytes(msg.data))
@@ -156,6 +250,8 @@ def _pixels(msg: Any) -> np.ndarray:
 def message_frame(msg: Any, msgtype: str) -> Image.Image | np.ndarray:
     """A message's frame as `decode_rgb` gives a file's: an 8-bit `L`/`RGB` Pillow image, else an
     (H, W, C) array with its own dtype (see the module docstring); FrameError when it cannot."""
+    if msgtype == COMPRESSED and depth_encoding(msg) is not None:
+        return _compressed_depth_frame(msg)
     if msgtype == COMPRESSED:
         return decode_rgb(Path(f"msg{_compressed_suffix(msg)}"), bytes(msg.data))
     message_header(msg, msgtype)  # the encoding check
@@ -168,14 +264,20 @@ def message_frame(msg: Any, msgtype: str) -> Image.Image | np.ndarray:
     return a
 
 
+def message_unit(msg: Any, msgtype: str) -> str | None:
+    """The depth unit a message's encoding declares (`DEPTH_UNITS`), or None."""
+    enc = getattr(msg, "encoding", None) if msgtype == IMAGE else depth_encoding(msg)
+    return DEPTH_UNITS.get(enc) if enc else None
+
+
 def bag_frames(path: Path, topic: str, wanted: list[int]) -> Iterator[tuple[int, Any]]:
-    """Decode the wanted messages (ascending indices) of one topic in one pass over the bag.
+    """Decode the wanted messages (ascending indices) of one topic in one pass over the bag
+    (the other messages of the topic are read, not deserialized).
 
     Yields:
         (index, frame or FrameError); a failure to read the bag fails every wanted frame not yet
         yielded, and wanted indices past the topic's end are reported missing.
     """
-    want = set(wanted)
     seen = -1
     try:
         reader = open_bag(path)
@@ -186,9 +288,9 @@ def bag_frames(path: Path, topic: str, wanted: list[int]) -> Iterator[tuple[int,
     try:
         with closing(reader):
             msgtypes = {c.topic: c.msgtype for c in reader.connections}
-            for i, _, msg in topic_messages(reader, topic):
+            for _, i, _, msg in topic_messages(reader, [topic], {topic: set(wanted)}):
                 seen = i
-                if i in want:
+                if msg is not None:
                     try:
                         yield i, message_frame(msg, msgtypes[topic])
                     except FrameError as e:
