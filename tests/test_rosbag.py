@@ -75,8 +75,9 @@ def _compressed(ts, i: int):
                                                        data=np.frombuffer(encoded(i), np.uint8))
 
 
-def write_bag(path: Path, kind: str, *, colour=COLOUR, depth=DEPTH) -> Path:
-    """A bag with /cam (Image), /cam_c (CompressedImage, PNG and JPEG), /depth (Image) and /odom (not an image)."""
+def write_bag(path: Path, kind: str, *, colour=COLOUR, depth=DEPTH, start: int = 0) -> Path:
+    """A bag with /cam (Image), /cam_c (CompressedImage, PNG and JPEG), /depth (Image) and /odom (not an
+    image); colour message k is stamped as frame `start + k` (a later part of a split recording)."""
     ros1 = kind == "ros1"
     ts = get_typestore(Stores.ROS1_NOETIC if ros1 else Stores.ROS2_HUMBLE)
     writer = Writer1(path) if ros1 else Writer2(path, version=9, storage_plugin=StoragePlugin[kind])
@@ -87,7 +88,7 @@ def write_bag(path: Path, kind: str, *, colour=COLOUR, depth=DEPTH) -> Path:
         dep = w.add_connection("/depth", "sensor_msgs/msg/Image", typestore=ts)
         w.add_connection("/odom", "std_msgs/msg/String", typestore=ts)
         msgs = []
-        for i, (enc, a, _) in enumerate(colour):
+        for i, (enc, a, _) in enumerate(colour, start):
             t = T0 + 0.1 * i
             msgs.append((t, cam, ser(_image(ts, enc, a, t), "sensor_msgs/msg/Image")))
             msgs.append((t, cam_c, ser(_compressed(ts, i), "sensor_msgs/msg/CompressedImage")))
