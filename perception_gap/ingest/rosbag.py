@@ -1,13 +1,16 @@
 """ROS bag sources: the image messages of one topic of a ROS 1 or ROS 2 bag (or of a folder of bags).
 
-`--rosbag PATH` names a ROS 1 `.bag` file, a ROS 2 bag folder (`metadata.yaml` and one `.db3`
-or `.mcap` storage file), or a folder holding such bags (each bag one episode, in name order).
+`--rosbag PATH` names a ROS 1 `.bag` file, a ROS 2 bag folder (`metadata.yaml` and the `.db3`
+or `.mcap` storage files it lists: several for a split recording, read in that order as one
+bag), or a folder holding such bags (each bag one episode, in name order; there a bag that
+cannot be read is one recorded skip, and only a folder of which no bag can be read is an error).
 Every message of `--topic` (`sensor_msgs/msg/Image` or `CompressedImage`, see
-`perception_gap.ingest.rosmsg`) becomes a frame inside the bag's container file (member
-`rosbag:<topic>`, index = the message's place in its topic): episode = the bag's place in name
-order (`0` for a single bag, so a sim bag pairs with a real bag, or with episode 0 of a LeRobot
-dataset or `demo_0` of an HDF5 file), step = that place, pair key `<episode>/<step>`, timestamp = the header
-stamp in seconds (the receive time when the stamp is zero). A message of an unsupported
+`perception_gap.ingest.rosmsg`) becomes a frame inside its container file (the `.bag` or the
+storage file; member `rosbag:<topic>`, index = the message's place in that file's topic):
+episode = the bag's place in name order (`0` for a single bag, so a sim bag pairs with a real
+bag, or with episode 0 of a LeRobot dataset or `demo_0` of an HDF5 file), step = the message's
+place in the bag's topic, pair key `<episode>/<step>`, timestamp = the header stamp in seconds
+(the receive time when the stamp is zero). A message of an unsupported
 encoding is listed as a skipped frame with the reason.
 
 With `--depth-topic`, each colour frame gets the depth message of nearest timestamp within
