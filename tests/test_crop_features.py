@@ -153,3 +153,35 @@ def test_small_crops_keep_their_none_values():
         out = crop_features(planes, 255.0)
         assert out["noise_sigma"] is None and out["spectrum"] is None
         assert (out["hf_ratio"] is None) == (min(shape) < 3)
+
+
+@pytest.mark.parametrize("shape", [(480, 640), (479, 641), (37, 53), (2, 2), (255, 257)])
+def test_video_frames_array_path_is_the_pillow_path_bit_for_bit(shape):
+    """A video frame measured as the decoder's array gives exactly the numbers of its Pillow image."""
+    from perception_gap.statistics.image import image_stats_rgb8
+
+    a = np.random.default_rng(shape[0]).integers(0, 256, shape + (3,)).astype(np.uint8)
+    assert image_stats_rgb8(a) == image_stats_pil(Image.fromarray(a))
+
+
+def test_video_statistics_job_reads_arrays_and_matches_to_image(tmp_path):
+    """`rgb_stats_job` on a video's frames (decoded as arrays) equals the statistics of PyAV's own
+    `to_image()` of each frame."""
+    av = pytest.importorskip("av")
+    from perception_gap.ingest.containers import VIDEO_MEMBER, hash_file
+    from perception_gap.statistics.workers import rgb_stats_job
+
+    path = tmp_path / "v.mp4"
+    rng = np.random.default_rng(0)
+    with av.open(str(path), "w") as c:
+        st = c.add_stream("libx264", rate=10)
+        st.width, st.height, st.pix_fmt = 96, 64, "yuv420p"
+        for _ in range(3):
+            img = rng.integers(0, 256, (64, 96, 3)).astype(np.uint8)
+            c.mux(st.encode(av.VideoFrame.from_ndarray(img, format="rgb24")))
+        c.mux(st.encode())
+    with av.open(str(path)) as c:
+        want = [image_stats_pil(f.to_image()) for f in c.decode(video=0)]
+    ch, _ = hash_file(path)
+    got = rgb_stats_job([(f"h{i}", str(path), VIDEO_MEMBER, i, ch) for i in range(3)])
+    assert [g[1] for g in got] == want and all(g[2] is None for g in got)

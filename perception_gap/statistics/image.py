@@ -193,21 +193,48 @@ def image_stats_pil(img: Image.Image) -> ImageStats:
     else:
         grid = img
     rgb = img.mode == "RGB"
-    c = 3 if rgb else 1
     raw = grid.histogram() + grid.convert("L").histogram() if rgb else grid.histogram()
     hists = np.array(raw, dtype=np.float64).reshape(-1, 256)
+    crop = np.asarray(img.crop(_centre_crop_box(h, w)))  # the one copy of the crop out of Pillow
+    quality = jpeg_quality(getattr(img, "quantization", None)) if img.format == "JPEG" else None
+    return _stats_u8(w, h, img.mode, s, hists, crop, quality)
+
+
+def image_stats_rgb8(a: np.ndarray) -> ImageStats:
+    """`image_stats_pil(Image.fromarray(a))` of an (H, W, 3) uint8 array, bit for bit, without the image.
+
+    A decoded video frame arrives as an array (`to_ndarray(format="rgb24")`); making it a Pillow
+    image copies the whole frame (~0.16 ms at 640x480) only to sample it. Pillow's nearest-
+    neighbour grid is `sample_grid` (offset s // 2), its luma `_luma_u8`, so the histograms,
+    and with them every statistic, are the same numbers (tested equal).
+    """
+    h, w = a.shape[:2]
+    s = sample_stride(h, w)
+    g = sample_grid(a, s)
+    hists = np.empty((4, 256))
+    for ch in range(3):
+        hists[ch] = np.bincount(g[..., ch].ravel(), minlength=256)
+    hists[3] = np.bincount(_luma_u8(g).ravel(), minlength=256)
+    left, top, right, bottom = _centre_crop_box(h, w)
+    return _stats_u8(w, h, "RGB", s, hists, a[top:bottom, left:right], None)
+
+
+def _stats_u8(w: int, h: int, mode: str, s: int, hists: np.ndarray, crop: np.ndarray,
+              quality: float | None) -> ImageStats:
+    """ImageStats of an 8-bit frame from its grid histograms ((C + 1, 256): channels then luma; (1, 256) grey)
+    and its central crop ((h, w, 3) or (h, w) uint8)."""
+    rgb = mode == "RGB"
+    c = 3 if rgb else 1
     mean, std, lo, hi, lin = _channel_moments(hists[:c])
     lum_hist = hists[-1]
-    crop = np.asarray(img.crop(_centre_crop_box(h, w)))  # the one copy of the crop out of Pillow
     # luma exactly as convert("L") gives it, plus Cb and Cr, in one matrix product
     hf = crop_features(chroma_planes(crop) if rgb else crop.astype(np.float32)[None], 255.0)
-    hf["jpeg_quality"] = jpeg_quality(getattr(img, "quantization", None)) if img.format == "JPEG" else None
     return ImageStats(
-        width=w, height=h, channels=c, dtype="uint8", mode=img.mode, nominal_max=255.0,
+        width=w, height=h, channels=c, dtype="uint8", mode=mode, nominal_max=255.0,
         stride=s, mean=floats(mean), std=floats(std), min=floats(lo), max=floats(hi),
         lum_percentiles=_percentiles_from_hist(lum_hist, LUM_PERCENTILES),
         lum_mean=float(lum_hist @ _V) / float(lum_hist.sum()),
-        lin_mean=floats(lin), hist=_coarse_hist_u8(hists[:c]),
+        lin_mean=floats(lin), hist=_coarse_hist_u8(hists[:c]), jpeg_quality=quality,
         **hf,
     )
 
