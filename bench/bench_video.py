@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--reference", default="rgb24", choices=("rgb24", "image"),
                     help="bare decode's RGB conversion: to_ndarray(format='rgb24') or to_image()")
+    ap.add_argument("--dataset", default=None,
+                    help="keep the generated dataset in this folder and reuse it when it is already there "
+                         "(same --episodes/--frames/--size/--codec), so before/after runs skip writing it")
     args = ap.parse_args(argv)
     from perception_gap.workflows.stats import default_workers
     from tests.robot_data import smooth_frames, write_lerobot
@@ -95,11 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     w, h = (int(v) for v in args.size.lower().split("x"))
     workers = args.workers or default_workers()
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "ds"
+        root = Path(args.dataset) if args.dataset else Path(tmp) / "ds"
         t0 = time.perf_counter()
-        eps = [smooth_frames(args.frames, h=h, w=w, seed=s) for s in range(args.episodes)]
-        write_lerobot(root, eps, version="v2.1", codec=args.codec)
-        del eps
+        if not (root / "meta" / "info.json").is_file():
+            eps = [smooth_frames(args.frames, h=h, w=w, seed=s) for s in range(args.episodes)]
+            write_lerobot(root, eps, version="v2.1", codec=args.codec)
+            del eps
         videos = sorted(str(p) for p in (root / "videos").rglob("*.mp4"))
         print(f"dataset: {args.episodes} episodes x {args.frames} frames, {w}x{h} {args.codec}, "
               f"{len(videos)} videos, written in {time.perf_counter() - t0:.1f} s; {workers} workers; "

@@ -189,7 +189,16 @@ def _reason(e: BaseException) -> str:
     return (getattr(e, "strerror", None) or str(e)).splitlines()[0] if str(e) else type(e).__name__
 
 
-def _video_frames(path: Path, wanted: list[int]) -> Iterator[tuple[int, np.ndarray | FrameError]]:
+@dataclass(frozen=True)
+class RGB8Frame:
+    """A decoded 8-bit RGB video frame left as the (H, W, 3) uint8 array the decoder gave, for a
+    consumer that reads arrays (the statistics: `image_stats_rgb8` gives the numbers of its Pillow
+    image without the full-frame copy that making one costs)."""
+
+    array: np.ndarray
+
+
+def _video_frames(path: Path, wanted: list[int], arrays: bool = False) -> Iterator[tuple[int, Any]]:
     """Decode a video front to back once, yielding (index, 8-bit RGB Pillow image) for the wanted indices.
 
     An image, as an 8-bit PNG decodes to, so a frame's statistics do not depend on whether it
@@ -212,7 +221,8 @@ def _video_frames(path: Path, wanted: list[int]) -> Iterator[tuple[int, np.ndarr
             for i, frame in enumerate(c.decode(st)):
                 seen = i
                 if i in want:
-                    yield i, Image.fromarray(frame.to_ndarray(format="rgb24"))
+                    rgb = frame.to_ndarray(format="rgb24")
+                    yield i, RGB8Frame(rgb) if arrays else Image.fromarray(rgb)
                 if i >= last:
                     return
     except (av.error.FFmpegError, OSError, ValueError, IndexError) as e:
@@ -315,18 +325,19 @@ def _hdf5_frames(path: Path, dataset: str, wanted: list[int]) -> Iterator[tuple[
 
 # -- decoding per container ----------------------------------------------------------------------------
 
-def decode_members(path: Path, member: str, indices: Iterable[int]) -> Iterator[tuple[int, Any]]:
+def decode_members(path: Path, member: str, indices: Iterable[int], *, arrays: bool = False) -> Iterator[tuple[int, Any]]:
     """Decode the given frames of one container in one sequential pass.
 
     Yields:
         (index, frame or FrameError) in ascending index order; a frame is what `decode_rgb`
-        returns for a file (an 8-bit Pillow image or an (H, W, C) array).
+        returns for a file (an 8-bit Pillow image or an (H, W, C) array), or with `arrays` a
+        video's frame as an `RGB8Frame`.
     """
     wanted = sorted(set(indices))
     if not wanted:
         return
     if member == VIDEO_MEMBER:
-        yield from _video_frames(path, wanted)
+        yield from _video_frames(path, wanted, arrays)
     elif member.startswith(PARQUET_PREFIX):
         yield from _parquet_frames(path, member[len(PARQUET_PREFIX):], wanted)
     elif member.startswith(HDF5_PREFIX):
@@ -365,18 +376,18 @@ def group_sources(items: Iterable[tuple]) -> tuple[list[tuple[str, str]], dict[t
     return files, groups
 
 
-def decode_group(path: str, member: str, frames: list[tuple]) -> Iterator[tuple[str, Any]]:
+def decode_group(path: str, member: str, frames: list[tuple], *, arrays: bool = False) -> Iterator[tuple[str, Any]]:
     """(content_hash, frame or FrameError) for the frames (hash, index, ...) of one container,
     decoded in one pass, in ascending index order (frames of one index in the order given)."""
     by_index: dict[int, list[str]] = {}
     for f in frames:
         by_index.setdefault(f[1], []).append(f[0])
-    for i, frame in decode_members(Path(path), member, by_index):
+    for i, frame in decode_members(Path(path), member, by_index, arrays=arrays):
         for h in by_index[i]:
             yield h, frame
 
 
-def verified_group(path: str, member: str, frames: list[Frame]) -> Iterator[tuple[str, Any]]:
+def verified_group(path: str, member: str, frames: list[Frame], *, arrays: bool = False) -> Iterator[tuple[str, Any]]:
     """`decode_group`, but only under the container hash `index` recorded.
 
     The container file is hashed first (a block read, far cheaper than decoding it). A frame
@@ -389,7 +400,7 @@ def verified_group(path: str, member: str, frames: list[Frame]) -> Iterator[tupl
     except FrameError:
         actual, sig = None, None  # unreadable now, readable at `index`: changed (re-indexing says why)
     ordered = sorted(frames, key=lambda f: f[1])
-    decoded = decode_group(path, member, [f for f in ordered if actual is not None and f[2] == actual])
+    decoded = decode_group(path, member, [f for f in ordered if actual is not None and f[2] == actual], arrays=arrays)
     changed = False
     try:
         for h, _, expected in ordered:

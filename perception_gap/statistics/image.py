@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from perception_gap.statistics.sampling import floats, sample_grid, sample_stride
-from perception_gap.statistics.texture import chroma_hf, jpeg_quality, texture_features
+from perception_gap.statistics.texture import chroma_planes, crop_features, jpeg_quality
 
 LUM_PERCENTILES = (1, 5, 50, 95, 99)
 HF_CROP = 128
@@ -131,54 +131,6 @@ def _centre_crop_box(height: int, width: int) -> tuple[int, int, int, int]:
     return left, top, left + cw, top + ch
 
 
-def _hf_features(lum: np.ndarray, scale: float = 1.0) -> dict[str, Any]:
-    """High-frequency statistics of a 2-D luma crop.
-
-    Args:
-        lum: (h, w) float32 luma in any units; `sharpness` is reported in units of `scale`
-            (e.g. raw 0..255 values with scale 255 give (fraction of full scale)^2).
-        scale: full-scale value dividing the luma before squaring.
-
-    Written as few whole-array passes as possible (each first difference is computed once and
-    reused for the Laplacian, the step-2 difference, duplicates and blockiness): it runs once
-    per frame and must stay cheap next to decoding.
-    """
-    h, w = lum.shape
-    out: dict[str, Any] = {"sharpness": 0.0, "hf_ratio": None, "grad_ratio": None,
-                           "dup_frac": 0.0, "dup_parity": 0.0, "blockiness": None}
-    if h < 3 or w < 3:
-        return out
-    dx = lum[:, 1:] - lum[:, :-1]  # (h, w-1)
-    dy = lum[1:, :] - lum[:-1, :]  # (h-1, w)
-    # 4-neighbour Laplacian at interior pixels = -(second difference in x + in y)
-    lap = (dx[1:-1, 1:] - dx[1:-1, :-1]) + (dy[1:, 1:-1] - dy[:-1, 1:-1])
-    d2 = dx[:, 1:] + dx[:, :-1]  # x[i+2] - x[i]
-    lap_f, dx_f, dy_f, d2_f = lap.ravel(), dx.ravel(), dy.ravel(), d2.ravel()
-    inv = 1.0 / (scale * scale)
-    e_lap = float(lap_f @ lap_f) / lap_f.size * inv
-    e_dx = float(dx_f @ dx_f) / dx_f.size * inv
-    e_dy = float(dy_f @ dy_f) / dy_f.size * inv
-    out["sharpness"] = e_lap
-    if e_dx + e_dy > 0:
-        out["hf_ratio"] = e_lap / (e_dx + e_dy)
-    if e_dx > 0:
-        out["grad_ratio"] = (float(d2_f @ d2_f) / d2_f.size * inv) / e_dx
-    same = dx == 0  # exact equality of neighbours
-    n_even = same[:, 0::2]
-    n_odd = same[:, 1::2]
-    c_even, c_odd = int(np.count_nonzero(n_even)), int(np.count_nonzero(n_odd))
-    out["dup_frac"] = (c_even + c_odd) / same.size
-    out["dup_parity"] = abs(c_even / max(n_even.size, 1) - c_odd / max(n_odd.size, 1))
-    if w >= 17:
-        col = np.abs(dx).sum(axis=0, dtype=np.float64)  # (w-1,) summed over rows
-        boundary = col[7::8]  # the steps between columns 8k+7 and 8k+8
-        inner_sum = float(col.sum()) - float(boundary.sum())
-        n_inner = col.size - boundary.size
-        if inner_sum > 0:
-            out["blockiness"] = (float(boundary.mean())) / (inner_sum / n_inner)
-    return out
-
-
 def _percentiles_from_hist(hist: np.ndarray, qs: tuple[float, ...]) -> tuple[float, ...]:
     """Inverted-CDF percentiles (numpy's `method="inverted_cdf"`) of integer data from its histogram."""
     cdf = np.cumsum(hist)
@@ -241,23 +193,48 @@ def image_stats_pil(img: Image.Image) -> ImageStats:
     else:
         grid = img
     rgb = img.mode == "RGB"
-    c = 3 if rgb else 1
     raw = grid.histogram() + grid.convert("L").histogram() if rgb else grid.histogram()
     hists = np.array(raw, dtype=np.float64).reshape(-1, 256)
+    crop = np.asarray(img.crop(_centre_crop_box(h, w)))  # the one copy of the crop out of Pillow
+    quality = jpeg_quality(getattr(img, "quantization", None)) if img.format == "JPEG" else None
+    return _stats_u8(w, h, img.mode, s, hists, crop, quality)
+
+
+def image_stats_rgb8(a: np.ndarray) -> ImageStats:
+    """`image_stats_pil(Image.fromarray(a))` of an (H, W, 3) uint8 array, bit for bit, without the image.
+
+    A decoded video frame arrives as an array (`to_ndarray(format="rgb24")`); making it a Pillow
+    image copies the whole frame (~0.16 ms at 640x480) only to sample it. Pillow's nearest-
+    neighbour grid is `sample_grid` (offset s // 2), its luma `_luma_u8`, so the histograms,
+    and with them every statistic, are the same numbers (tested equal).
+    """
+    h, w = a.shape[:2]
+    s = sample_stride(h, w)
+    g = sample_grid(a, s)
+    hists = np.empty((4, 256))
+    for ch in range(3):
+        hists[ch] = np.bincount(g[..., ch].ravel(), minlength=256)
+    hists[3] = np.bincount(_luma_u8(g).ravel(), minlength=256)
+    left, top, right, bottom = _centre_crop_box(h, w)
+    return _stats_u8(w, h, "RGB", s, hists, a[top:bottom, left:right], None)
+
+
+def _stats_u8(w: int, h: int, mode: str, s: int, hists: np.ndarray, crop: np.ndarray,
+              quality: float | None) -> ImageStats:
+    """ImageStats of an 8-bit frame from its grid histograms ((C + 1, 256): channels then luma; (1, 256) grey)
+    and its central crop ((h, w, 3) or (h, w) uint8)."""
+    rgb = mode == "RGB"
+    c = 3 if rgb else 1
     mean, std, lo, hi, lin = _channel_moments(hists[:c])
     lum_hist = hists[-1]
-    crop = img.crop(_centre_crop_box(h, w))
-    lum_crop = np.asarray(crop.convert("L") if rgb else crop, dtype=np.float32)
-    hf = _hf_features(lum_crop, 255.0)
-    hf.update(texture_features(lum_crop, 255.0))
-    hf["chroma_hf"] = chroma_hf(np.asarray(crop)) if rgb else None
-    hf["jpeg_quality"] = jpeg_quality(getattr(img, "quantization", None)) if img.format == "JPEG" else None
+    # luma exactly as convert("L") gives it, plus Cb and Cr, in one matrix product
+    hf = crop_features(chroma_planes(crop) if rgb else crop.astype(np.float32)[None], 255.0)
     return ImageStats(
-        width=w, height=h, channels=c, dtype="uint8", mode=img.mode, nominal_max=255.0,
+        width=w, height=h, channels=c, dtype="uint8", mode=mode, nominal_max=255.0,
         stride=s, mean=floats(mean), std=floats(std), min=floats(lo), max=floats(hi),
         lum_percentiles=_percentiles_from_hist(lum_hist, LUM_PERCENTILES),
         lum_mean=float(lum_hist @ _V) / float(lum_hist.sum()),
-        lin_mean=floats(lin), hist=_coarse_hist_u8(hists[:c]),
+        lin_mean=floats(lin), hist=_coarse_hist_u8(hists[:c]), jpeg_quality=quality,
         **hf,
     )
 
@@ -339,14 +316,15 @@ def image_stats_array(a: np.ndarray, *, mode: str = "array") -> ImageStats:
     left, top, right, bottom = _centre_crop_box(h, w)
     crop = a[top:bottom, left:right]
     if a.dtype == np.uint8 and c >= 3:
-        lum_c = _luma_u8(crop[..., :3]).astype(np.float32)
+        planes = chroma_planes(crop)  # luma bit-exact with `_luma_u8`
     else:
         lum_c = np.nan_to_num(_luma_float(crop).astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
-    hf = _hf_features(lum_c, nominal if nominal is not None else 1.0)
-    hf.update(texture_features(lum_c, nominal if nominal is not None else 1.0))
-    if c >= 3:
-        crop3 = np.nan_to_num(crop[..., :3].astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
-        hf["chroma_hf"] = chroma_hf(crop3)
+        if c >= 3:
+            crop3 = np.nan_to_num(crop[..., :3].astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
+            planes = chroma_planes(crop3, lum_c)
+        else:
+            planes = lum_c[None]
+    hf = crop_features(planes, nominal if nominal is not None else 1.0)
     hist = _int_hist(flat, nominal) if nominal is not None else None
     return ImageStats(
         width=w, height=h, channels=c, dtype=a.dtype.name, mode=mode, nominal_max=nominal,

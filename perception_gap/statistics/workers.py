@@ -26,11 +26,11 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from perception_gap.errors import FrameError  # noqa: E402
-from perception_gap.ingest.containers import group_sources, verified_group  # noqa: E402
+from perception_gap.ingest.containers import RGB8Frame, group_sources, verified_group  # noqa: E402
 from perception_gap.ingest.entries import content_hash  # noqa: E402
 from perception_gap.ingest.frames import decode_depth, decode_rgb, read_bytes  # noqa: E402
 from perception_gap.statistics.depth import DepthStats, depth_stats
-from perception_gap.statistics.image import ImageStats, image_stats_array, image_stats_pil
+from perception_gap.statistics.image import ImageStats, image_stats_array, image_stats_pil, image_stats_rgb8
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,10 @@ def _rgb_stats(h: str, img: object) -> tuple[str, ImageStats | None, str | None]
     try:
         if isinstance(img, FrameError):
             raise img
-        st = image_stats_array(img) if isinstance(img, np.ndarray) else image_stats_pil(img)
+        if isinstance(img, RGB8Frame):
+            st = image_stats_rgb8(img.array)  # a video frame: its Pillow image's numbers
+        else:
+            st = image_stats_array(img) if isinstance(img, np.ndarray) else image_stats_pil(img)
         return h, st, None
     except FrameError as e:
         return h, None, str(e)
@@ -155,7 +158,7 @@ def rgb_stats_job(items: list[tuple]) -> list[tuple[str, ImageStats | None, str 
     files, groups = group_sources(items)
     out = [_rgb_stats(h, _decoded(h, path)) for h, path in files]
     for (path, member), frames in groups.items():
-        out.extend(_rgb_stats(h, img) for h, img in verified_group(path, member, frames))
+        out.extend(_rgb_stats(h, img) for h, img in verified_group(path, member, frames, arrays=True))
     return out
 
 
