@@ -80,9 +80,11 @@ def tolerance(encoder: str, device: str, n: int) -> list[str]:
     if not files:
         return [f"tolerance: SKIP: no photos in {VOC}"]
     images = [np.asarray(Image.open(f).convert("RGB")) for f in files]
+    t0 = time.process_time()
     ref = encoders.get_encoder(encoder, device=device).embed(images)
-    lines = []
+    lines = [f"tolerance: fp32 took {time.process_time() - t0:.1f} s CPU time (load included)"]
     for precision in (("fp16", "bf16") if device == "cuda" else ("bf16",)):
+        t0 = time.process_time()
         try:
             out = encoders.get_encoder(encoder, device=device, precision=precision).embed(images)
         except encoders.EncoderError as e:
@@ -90,7 +92,7 @@ def tolerance(encoder: str, device: str, n: int) -> list[str]:
             continue
         cos = (ref * out).sum(1) / np.linalg.norm(ref, axis=1) / np.linalg.norm(out, axis=1)
         lines.append(f"tolerance {encoder} {precision} vs fp32 on {len(files)} VOC photos ({device}): "
-                     f"cosine min {cos.min():.5f}, mean {cos.mean():.5f}")
+                     f"cosine min {cos.min():.5f}, mean {cos.mean():.5f}; {time.process_time() - t0:.1f} s CPU time")
     return lines
 
 
@@ -101,8 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", default="auto", help="an int, or auto (default)")
     ap.add_argument("--tolerance", action="store_true", help="only compare precisions with fp32 (any device)")
     ap.add_argument("--photos", type=int, default=16, help="VOC photos for --tolerance (default 16)")
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's)")
     args = ap.parse_args(argv)
     import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     import encoders
 
