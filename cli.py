@@ -39,6 +39,30 @@ def _command(module: str, function: str = "execute") -> Callable[[argparse.Names
     return handler
 
 
+def _batch_size(text: str) -> int | str:
+    """`--batch-size`: a positive int, or `auto` (from free GPU memory on CUDA, 32 on the CPU)."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got {text!r}")
+    return value
+
+
+def _model_options(parser: argparse.ArgumentParser, where: str) -> None:
+    """--device, --batch-size and --precision: how the encoders run (embed, run, screen, drift)."""
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help=f"{where} (auto: CUDA when present; cuda without CUDA is an error)")
+    parser.add_argument("--batch-size", type=_batch_size, default=32,
+                        help="frames per model call (default 32; auto: from free GPU memory on CUDA, 32 on the CPU)")
+    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16"), default="fp32",
+                        help="forward precision (default fp32; fp16 needs CUDA; reduced precisions are cached "
+                             "apart from fp32, tolerances in the README)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", default=DEFAULT_DB, help=f"catalog file (default: {DEFAULT_DB})")
@@ -107,8 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     em.add_argument("--encoder", required=True, action="append",
                     help="encoder name(s), comma-separated or repeated (see `encoders`)")
     em.add_argument("--set", action="append", help="set to embed (repeatable; default: every set)")
-    em.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the model runs")
-    em.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
+    _model_options(em, "where the model runs")
     em.set_defaults(func=_command("embed"))
 
     rn = sub.add_parser("run", parents=[common], help="the whole analysis: statistics, embeddings, gap, probes, ranking",
@@ -121,8 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="encoder name(s), comma-separated or repeated (default: every encoder with weights available)")
     rn.add_argument("--out", required=True, help="output folder (results.json, report.html)")
     rn.add_argument("--json", help="also write results.json to this file")
-    rn.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the models run")
-    rn.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
+    _model_options(rn, "where the models run")
     rn.add_argument("--rollouts", metavar="FILE", help="also include the rollouts section of this log (see `rollouts`)")
     rn.set_defaults(func=_command("run"))
 
@@ -141,8 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
     sc.add_argument("--out", required=True, help="output folder (results.json, report.html)")
     sc.add_argument("--json", help="also write results.json to this file")
-    sc.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the models run")
-    sc.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
+    _model_options(sc, "where the models run")
     sc.set_defaults(func=_command("screen"))
 
     dr = sub.add_parser("drift", parents=[common], help="drift check of new frames against a stored baseline",
@@ -161,8 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("--history", action="store_true", help="list earlier drift checks (of --baseline, if given)")
     dr.add_argument("--out", help="output folder (results.json, report.html)")
     dr.add_argument("--json", help="also write results.json to this file")
-    dr.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where the models run")
-    dr.add_argument("--batch-size", type=int, default=32, help="frames per model call (default 32)")
+    _model_options(dr, "where the models run")
     dr.add_argument("--rollouts", metavar="FILE", help="also include the rollouts section of this log (see `rollouts`)")
     dr.set_defaults(func=_command("drift"))
 

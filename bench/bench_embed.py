@@ -77,7 +77,7 @@ def cold_stage(encoder: str, db: Path, batch: int) -> tuple[float, float]:
     enc.load()
     load_s = time.perf_counter() - t0
     orig = stage.load_encoder
-    stage.load_encoder = lambda name, device="auto": enc  # the same loaded model, as a warm process has
+    stage.load_encoder = lambda name, **kw: enc  # the same loaded model, as a warm process has
     try:
         with Catalog(db) as cat:
             t0 = time.perf_counter()

@@ -26,6 +26,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FAMILIES = ("clip", "imagenet", "pixel")
 DEVICES = ("cpu", "cuda", "auto")
+# fp32: the reference. bf16 / fp16: torch autocast around the forward (outputs cast back to
+# float32); fp16 on CUDA only (CPU fp16 kernels are few and slow). Tolerances against fp32 are
+# stated and tested in tests/test_gpu.py.
+PRECISIONS = ("fp32", "fp16", "bf16")
 
 _HASH_CACHE: dict[tuple[str, int, int], str] = {}
 _HASH_LOCK = threading.Lock()
@@ -71,6 +75,23 @@ def resolve_device(device: str) -> str:
     return "cpu"
 
 
+def check_precision(precision: str, device: str) -> None:
+    """Refuse a precision this (resolved) device cannot run.
+
+    Raises:
+        EncoderError: unknown precision, fp16 on the CPU, or bf16 on a GPU without it.
+    """
+    if precision not in PRECISIONS:
+        raise EncoderError(f"Expected `precision` in {PRECISIONS}, got {precision!r}.")
+    if precision == "fp16" and device == "cpu":
+        raise EncoderError("Expected `precision` fp32 or bf16 on the CPU, got 'fp16' (fp16 autocast needs CUDA).")
+    if precision == "bf16" and device == "cuda":
+        import torch
+
+        if not torch.cuda.is_bf16_supported():
+            raise EncoderError("Expected `precision` fp32 or fp16 on this GPU, got 'bf16' (it has no bfloat16).")
+
+
 @dataclass(frozen=True)
 class EncoderInfo:
     """What `perception-gap encoders` shows about one encoder.
@@ -102,16 +123,21 @@ class Encoder(ABC):
     Args:
         name: the name the encoder is requested by.
         device: "cpu", "cuda" or "auto" (CUDA when available).
+        precision: "fp32" (default), "fp16" (CUDA only) or "bf16": the forward runs under
+            torch autocast at that precision; part of the fingerprint unless fp32.
     """
 
     family: ClassVar[str] = ""
     adapter_version: ClassVar[str] = "1"
 
-    def __init__(self, name: str, *, device: str = "cpu") -> None:
+    def __init__(self, name: str, *, device: str = "cpu", precision: str = "fp32") -> None:
         if device not in DEVICES:
             raise EncoderError(f"Expected `device` in {DEVICES}, got {device!r}.")
+        if precision not in PRECISIONS:
+            raise EncoderError(f"Expected `precision` in {PRECISIONS}, got {precision!r}.")
         self.name = name
         self.device_request = device
+        self.precision = precision
         self._model: Any = None
         self._device: str | None = None
         self._fingerprint: str | None = None
@@ -149,10 +175,14 @@ class Encoder(ABC):
 
         Computed once per instance (the weights file is hashed once per process); any change
         of weights, preprocessing or adapter gives a new fingerprint, so cached embeddings
-        keyed by it are recomputed.
+        keyed by it are recomputed. A reduced precision is part of it, so an fp16 or bf16
+        vector is never served for an fp32 request (fp32 adds nothing: caches made before
+        precisions existed stay valid).
         """
         if self._fingerprint is None:
             parts = dict(self._fingerprint_parts())
+            if self.precision != "fp32":
+                parts["precision"] = self.precision
             parts.update(
                 adapter=type(self).__name__,
                 adapter_version=self.adapter_version,
@@ -179,7 +209,9 @@ class Encoder(ABC):
     def device(self) -> str:
         """The torch device the model runs on ("cpu" or "cuda"), resolved on first use."""
         if self._device is None:
-            self._device = resolve_device(self.device_request)
+            device = resolve_device(self.device_request)
+            check_precision(self.precision, device)
+            self._device = device
         return self._device
 
     @abstractmethod
@@ -208,6 +240,12 @@ class Encoder(ABC):
         """
         return preprocess_images(images, self.preprocessing)
 
+    def stage(self, batch: torch.Tensor) -> torch.Tensor:
+        """A preprocessed batch made ready for a fast copy: page-locked when the model is on CUDA
+        (so `encode` copies it asynchronously), unchanged on the CPU. Call it off the model's
+        thread (the embed stage's loader does)."""
+        return batch.pin_memory() if self.device == "cuda" else batch
+
     def encode(self, batch: "torch.Tensor") -> np.ndarray:
         """Embed a preprocessed batch.
 
@@ -221,9 +259,21 @@ class Encoder(ABC):
 
         self._check_batch(batch)
         self.load()
-        with torch.inference_mode():
-            out = self._forward(self._model, batch.to(self.device, dtype=torch.float32))
+        with torch.inference_mode(), self.autocast():
+            x = batch.to(self.device, dtype=torch.float32, non_blocking=batch.is_pinned())
+            out = self._forward(self._model, x)
         return out.float().cpu().numpy().astype(np.float32, copy=False)
+
+    def autocast(self) -> Any:
+        """The autocast context of `precision` on the model's device (a no-op for fp32)."""
+        import contextlib
+
+        import torch
+
+        if self.precision == "fp32":
+            return contextlib.nullcontext()
+        dtype = torch.float16 if self.precision == "fp16" else torch.bfloat16
+        return torch.autocast(device_type=self.device, dtype=dtype)
 
     def _check_batch(self, batch: Any) -> None:
         import torch

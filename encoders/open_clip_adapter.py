@@ -149,6 +149,7 @@ class OpenClipEncoder(Encoder):
             `open_clip.add_model_config`).
         pretrained: a pretrained tag, a checkpoint path, or `local-dir:PATH`.
         device: "cpu", "cuda" or "auto".
+        precision: "fp32", "fp16" (CUDA) or "bf16" autocast (see `Encoder`).
         cache_dir: cache folder for tag weights (default: the Hugging Face hub cache from
             the environment, and `~/.cache/clip` for URL tags).
         allow_download: whether an uncached tag may be downloaded (default: unless
@@ -171,11 +172,12 @@ class OpenClipEncoder(Encoder):
         pretrained: str,
         *,
         device: str = "cpu",
+        precision: str = "fp32",
         cache_dir: str | None = None,
         allow_download: bool | None = None,
         preprocess_tag: str | None = None,
     ) -> None:
-        super().__init__(f"{OPEN_CLIP_PREFIX}{arch}:{pretrained}", device=device)
+        super().__init__(f"{OPEN_CLIP_PREFIX}{arch}:{pretrained}", device=device, precision=precision)
         import open_clip
         from open_clip.transform import PreprocessCfg, merge_preprocess_dict
 

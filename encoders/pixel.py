@@ -40,12 +40,15 @@ class PixelEncoder(Encoder):
         work_size: side of the squash-resized working image (default 64; a multiple of
             `thumb_size`).
         device: "cpu", "cuda" or "auto".
+        precision: accepted for a uniform interface, but the pixel statistics have no model to
+            speed up and always run in fp32 (`self.precision` says so; reports show it).
     """
 
     family = "pixel"
     adapter_version = "1"
 
-    def __init__(self, *, thumb_size: int = 16, bins: int = 16, work_size: int = 64, device: str = "cpu") -> None:
+    def __init__(self, *, thumb_size: int = 16, bins: int = 16, work_size: int = 64, device: str = "cpu",
+                 precision: str = "fp32") -> None:
         for arg, value in (("thumb_size", thumb_size), ("bins", bins), ("work_size", work_size)):
             if not isinstance(value, int) or value < 1:
                 raise EncoderError(f"Expected `{arg}` as a positive int, got {value!r}.")
@@ -53,7 +56,8 @@ class PixelEncoder(Encoder):
             raise EncoderError(
                 f"Expected `work_size` a multiple of `thumb_size` ({thumb_size}), got {work_size}."
             )
-        super().__init__("pixel", device=device)
+        super().__init__("pixel", device=device, precision=precision)
+        self.precision = "fp32"  # histogram bin edges must not move with rounding
         self.thumb_size, self.bins, self.work_size = thumb_size, bins, work_size
         self._preprocessing = Preprocessing(
             size=(work_size, work_size),

@@ -80,8 +80,8 @@ def stats(catalog: Catalog, sim: str, real: str, *, workers: int | None = None,
 
 
 def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = None, out: PathLike | None = None,
-        device: str = "auto", batch_size: int = 32, workers: int | None = None,
-        progress: Progress | None = None) -> dict[str, Any]:
+        device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
+        progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
     """The whole analysis of `sim` against `real`: statistics, embeddings, gap metrics, probes, ranking, findings.
 
     Args:
@@ -94,7 +94,7 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
     from perception_gap.workflows.run import run_job
 
     res = run_job(catalog, sim, real, encoder_names=encoders, device=device, batch_size=batch_size,
-                  workers=workers, progress=progress)
+                  workers=workers, progress=progress, precision=precision)
     if out is not None:
         write_outputs(res, out)
     return res
@@ -102,7 +102,7 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
 
 def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] | None = None,
            baseline: str | None = None, out: PathLike | None = None, n_boot: int = 1000, device: str = "auto",
-           workers: int | None = None, progress: Progress | None = None) -> dict[str, Any]:
+           workers: int | None = None, progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
     """Which of several sim renderings (`sims`) is closest to `real`, with a paired bootstrap.
 
     Args:
@@ -115,7 +115,7 @@ def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] 
     from perception_gap.workflows.screen import screen_job
 
     res = screen_job(catalog, sims, real, encoder_names=encoders, baseline=baseline, device=device,
-                     workers=workers, n_boot=n_boot, progress=progress)
+                     workers=workers, n_boot=n_boot, progress=progress, precision=precision)
     if out is not None:
         write_outputs(res, out)
     return res
@@ -123,7 +123,8 @@ def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] 
 
 def drift(catalog: Catalog, baseline: str, current: str, *, encoders: list[str] | None = None,
           config: PathLike | dict[str, dict[str, Any]] | None = None, out: PathLike | None = None,
-          device: str = "auto", workers: int | None = None, progress: Progress | None = None) -> dict[str, Any]:
+          device: str = "auto", workers: int | None = None, progress: Progress | None = None,
+          precision: str = "fp32") -> dict[str, Any]:
     """Gate the frames of set `current` against the stored `baseline` set.
 
     Args:
@@ -138,7 +139,7 @@ def drift(catalog: Catalog, baseline: str, current: str, *, encoders: list[str] 
 
     cfg = config if isinstance(config, dict) else load_config(config)
     res = drift_job(catalog, baseline, current, encoder_names=encoders, config=cfg, device=device,
-                    workers=workers, progress=progress)
+                    workers=workers, progress=progress, precision=precision)
     if out is not None:
         write_outputs(res, out)
     return res

@@ -40,6 +40,9 @@ class EmbedReport:
         seconds: wall time of the pass; model_loaded: whether the model had to be loaded;
         reindexed: frames whose file changed since `index`: re-indexed, then embedded under
             their new content hash (nothing was stored under the old one).
+        precision: "fp32", "fp16" or "bf16": what the vectors were computed at (part of the
+            fingerprint unless fp32); batch_size: frames per model call actually used (0 when
+            nothing needed embedding and `auto` was not resolved).
     """
 
     encoder: str
@@ -51,6 +54,8 @@ class EmbedReport:
     seconds: float
     model_loaded: bool
     reindexed: tuple[str, ...] = ()
+    precision: str = "fp32"
+    batch_size: int = 0
 
 
 def default_encoders() -> list[str]:
@@ -61,12 +66,16 @@ def default_encoders() -> list[str]:
 
 
 
-def load_encoder(name: str, *, device: str = "auto") -> Any:
-    """An encoder by name, with engine errors (one line) for unknown names or missing weights."""
+def load_encoder(name: str, *, device: str = "auto", precision: str = "fp32") -> Any:
+    """An encoder by name, with engine errors (one line) for unknown names, missing weights, a
+    CUDA request without CUDA, or a precision the device cannot run (checked here, before any
+    work, whenever the request is not the plain `auto`/fp32)."""
     import encoders
 
     try:
-        enc = encoders.get_encoder(name, device=device)
+        enc = encoders.get_encoder(name, device=device, precision=precision)
+        if device == "cuda" or precision != "fp32":
+            enc.device  # noqa: B018 (resolves the device and checks the precision on it)
         if not enc.weights_available():
             raise InputError(f"Weights for encoder {name!r} are not available here: {enc.weights_source() or 'unknown source'}.")
         return enc
@@ -192,13 +201,13 @@ def _load_batch(enc: Any, items: list[tuple], pool: ThreadPoolExecutor | None,
     arrays = [a for _, a, _ in results if a is not None]
     skips = [(h, err) for h, a, err in results if a is None and err is not None]
     changed = [paths[h] for h, a, err in results if a is None and err is None]
-    batch = enc.preprocess(arrays) if arrays else None
+    batch = enc.stage(enc.preprocess(arrays)) if arrays else None  # pinned when on CUDA
     return hashes, batch, skips, changed
 
 
 def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] | None = None, *,
-               device: str = "auto", batch_size: int = 32, workers: int = 2,
-               progress: Progress | None = None) -> list[EmbedReport]:
+               device: str = "auto", batch_size: int | str = 32, workers: int = 2,
+               progress: Progress | None = None, precision: str = "fp32") -> list[EmbedReport]:
     """Embed every usable frame of the sets (all sets when None) through each encoder.
 
     Args:
@@ -206,25 +215,28 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
         encoder_names: registered names or `open_clip:ARCH:PRETRAINED`.
         set_names: sets to embed; None for every indexed set.
         device: "auto", "cpu" or "cuda".
-        batch_size: frames per model call (and per database transaction).
+        batch_size: frames per model call (and per database transaction), or "auto": chosen
+            from free memory on CUDA (`encoders.memory.auto_batch_size`), 32 on the CPU.
         workers: decoding threads feeding the model.
+        precision: "fp32", "fp16" (CUDA) or "bf16" autocast; stored under its own fingerprint.
 
     Returns:
         One report per encoder, in the order given.
     """
-    if batch_size < 1:
-        raise InputError(f"Expected `--batch-size` >= 1, got {batch_size}.")
+    if batch_size != "auto" and (not isinstance(batch_size, int) or batch_size < 1):
+        raise InputError(f"Expected `--batch-size` >= 1 or 'auto', got {batch_size!r}.")
     if set_names is not None:
         for s in set_names:
             if catalog.get_set(s) is None:
                 known = ", ".join(repr(x) for x in catalog.list_sets()) or "none indexed yet"
                 raise InputError(f"Unknown set {s!r} (known: {known}).")
-    encs = [load_encoder(n, device=device) for n in encoder_names]
+    encs = [load_encoder(n, device=device, precision=precision) for n in encoder_names]
     reports = []
     for name, enc in zip(encoder_names, encs):
         t0 = time.perf_counter()
         embedded = skipped = n_todo = 0
         loaded = False
+        size = 0
         reindexed: set[str] = set()
         for round_ in range(ROUNDS + 1):  # a file (container) changed since `index` is re-indexed, then embedded
             todo = [r[:5] for r in catalog.hashes_needing_embedding(set_names, enc.fingerprint)]
@@ -233,8 +245,9 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
             if not loaded:
                 loaded = True
                 enc.load()
+                size = _resolve_batch_size(enc, batch_size)
             n_todo += len(todo)
-            e, s, changed = _embed_items(catalog, name, enc, todo, batch_size, workers, progress)
+            e, s, changed = _embed_items(catalog, name, enc, todo, size, workers, progress)
             embedded, skipped = embedded + e, skipped + s
             if not changed:
                 break
@@ -244,9 +257,21 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
             reindexed.update(reread_frames(catalog, changed))
         reports.append(EmbedReport(encoder=name, fingerprint=enc.fingerprint, dim=enc.dim, todo=n_todo,
                                    embedded=embedded, skipped=skipped, seconds=time.perf_counter() - t0,
-                                   model_loaded=loaded, reindexed=tuple(sorted(reindexed))))
+                                   model_loaded=loaded, reindexed=tuple(sorted(reindexed)),
+                                   precision=enc.precision, batch_size=size))
         log.info("%s: %d embedded, %d skipped in %.1fs", name, embedded, skipped, reports[-1].seconds)
     return reports
+
+
+def _resolve_batch_size(enc: Any, batch_size: int | str) -> int:
+    if batch_size != "auto":
+        return int(batch_size)
+    from encoders.memory import auto_batch_size
+
+    choice = auto_batch_size(enc)
+    log.info("%s: batch size %d (%s, %d MiB free, %.1f MiB per frame)", enc.name, choice.batch_size,
+             choice.device, choice.free_bytes >> 20, choice.per_frame_bytes / 2**20)
+    return choice.batch_size
 
 
 def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch_size: int,

@@ -74,7 +74,8 @@ def execute(args: argparse.Namespace) -> int:
     with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:
             res = drift_job(cat, args.baseline, args.current, encoder_names=encoder_names(args.encoders), config=cfg,
-                            device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress)
+                            device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress,
+                            precision=args.precision)
         finally:
             close()
     if args.rollouts:

@@ -38,12 +38,13 @@ def execute(args: argparse.Namespace) -> int:
     with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:
             reports = embed_sets(cat, names, args.set, device=args.device, batch_size=args.batch_size,
-                                 workers=args.workers or 2, progress=progress)
+                                 workers=args.workers or 2, progress=progress, precision=args.precision)
         finally:
             close()
     for r in reports:
         rate = f", {r.embedded / r.seconds:.1f} frames/s" if r.embedded and r.seconds > 0 else ""
-        say(args, f"{r.encoder} ({r.dim}-d, fingerprint {r.fingerprint[:12]}): {r.embedded} embedded, "
+        at = f", {r.precision}, batch {r.batch_size}" if r.model_loaded else f", {r.precision}"
+        say(args, f"{r.encoder} ({r.dim}-d{at}, fingerprint {r.fingerprint[:12]}): {r.embedded} embedded, "
                    f"{r.skipped} skipped, {r.todo - r.embedded - r.skipped} left{rate}; "
                    f"{'all cached' if not r.todo else f'{r.seconds:.1f}s'}")
     return 0

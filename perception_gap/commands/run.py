@@ -53,7 +53,8 @@ def execute(args: argparse.Namespace) -> int:
     with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:
             res = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
-                          batch_size=args.batch_size, workers=args.workers, progress=progress)
+                          batch_size=args.batch_size, workers=args.workers, progress=progress,
+                          precision=args.precision)
         finally:
             close()
     if args.rollouts:

@@ -41,7 +41,8 @@ def execute(args: argparse.Namespace) -> int:
         try:
             res = screen_job(cat, sims, args.real, encoder_names=encoder_names(args.encoders),
                              baseline=args.fail_if_worse, device=args.device, batch_size=args.batch_size,
-                             workers=args.workers, n_boot=args.n_boot, progress=progress)
+                             workers=args.workers, n_boot=args.n_boot, progress=progress,
+                             precision=args.precision)
         finally:
             close()
     write_outputs(res, out_dir, args.json)

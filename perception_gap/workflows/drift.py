@@ -101,9 +101,9 @@ def _gate_title(g: dict[str, Any], current: str, baseline: str) -> str:
 
 
 def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: list[str] | None = None,
-              config: dict[str, dict[str, Any]] | None = None, device: str = "auto", batch_size: int = 32,
+              config: dict[str, dict[str, Any]] | None = None, device: str = "auto", batch_size: int | str = 32,
               workers: int | None = None, progress: Progress | None = None,
-              baseline_sample: int = BASELINE_SAMPLE) -> dict[str, Any]:
+              baseline_sample: int = BASELINE_SAMPLE, precision: str = "fp32") -> dict[str, Any]:
     """Gate new frames (`current`) against a stored `baseline` set.
 
     Only what is not cached is computed: statistics and embeddings are keyed by content, so a
@@ -171,9 +171,9 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
     encoders_info = []
     if names and (on("embedding") or on("domain_auc")):
         embed_sets(catalog, names, [baseline, current], device=device, batch_size=batch_size, workers=2,
-                   progress=progress)
+                   progress=progress, precision=precision)
         for name in names:
-            enc = load_encoder(name, device=device)
+            enc = load_encoder(name, device=device, precision=precision)
             mb, eb = catalog.load_embeddings(baseline, enc.fingerprint, sample.paths)
             mc, ec = catalog.load_embeddings(current, enc.fingerprint)
             encoders_info.append({"name": enc.name, "family": enc.family, "dim": enc.dim,
@@ -208,7 +208,7 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
     res: dict[str, Any] = {
         "version": __version__,
         "config": {"kind": "drift", "baseline": baseline, "current": current, "encoders": names, "gates": cfg,
-                   "device": device},
+                   "device": device, "precision": precision},
         "sets": {baseline: {**set_info(catalog, baseline), "role": "baseline"},
                  current: {**set_info(catalog, current), "role": "current"}},
         "stats": {n: summarize_set(r).to_dict() for n, r in rec.items()},

@@ -220,17 +220,18 @@ def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] | None = None,
-            device: str = "auto", batch_size: int = 32, workers: int | None = None,
-            random_state: int = 0, progress: Progress | None = None) -> dict[str, Any]:
+            device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
+            random_state: int = 0, progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
     """Statistics, embeddings, comparison, probes, ranking and findings: results.json."""
     names = encoder_names or default_encoders()
     if not names:
         raise InputError("No encoder has its weights available here; see `perception-gap encoders`.")
     res = stats_job(catalog, sim, real, workers=workers, progress=progress)
-    embed_sets(catalog, names, [sim, real], device=device, batch_size=batch_size, workers=2, progress=progress)
+    embed_sets(catalog, names, [sim, real], device=device, batch_size=batch_size, workers=2, progress=progress,
+               precision=precision)
     entries = []
     for name in names:
-        enc = load_encoder(name, device=device)
+        enc = load_encoder(name, device=device, precision=precision)
         entry = analyze_encoder(catalog, sim, real, enc, random_state=random_state)
         entry["skipped"] = catalog.embedding_skip_reasons(sim, enc.fingerprint) + catalog.embedding_skip_reasons(real, enc.fingerprint)
         entries.append(entry)
@@ -246,7 +247,7 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] |
     res.update(
         version=__version__,
         config={"sim": sim, "real": real, "encoders": names, "device": device, "batch_size": batch_size,
-                "random_state": random_state},
+                "precision": precision, "random_state": random_state},
         encoders=entries,
         findings=[f.to_dict() for f in findings],
     )

@@ -28,9 +28,9 @@ Progress = Callable[[int, int], None]
 
 
 def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: list[str] | None = None,
-               baseline: str | None = None, device: str = "auto", batch_size: int = 32,
+               baseline: str | None = None, device: str = "auto", batch_size: int | str = 32,
                workers: int | None = None, n_boot: int = 1000, random_state: int = 0,
-               progress: Progress | None = None) -> dict[str, Any]:
+               progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
     """Which of `sims` is closest to `real`: raw statistics and every encoder, paired bootstrap.
 
     Returns:
@@ -67,9 +67,10 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
     view_inputs.append(("raw statistics", feats, keys, eps))
     encoders_info = []
     if names:
-        embed_sets(catalog, names, sims + [real], device=device, batch_size=batch_size, workers=2, progress=progress)
+        embed_sets(catalog, names, sims + [real], device=device, batch_size=batch_size, workers=2, progress=progress,
+                   precision=precision)
         for name in names:
-            enc = load_encoder(name, device=device)
+            enc = load_encoder(name, device=device, precision=precision)
             embs, k2, e2 = {}, {}, {}
             for n in sims + [real]:
                 meta, arr = catalog.load_embeddings(n, enc.fingerprint)
@@ -105,7 +106,8 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
     res: dict[str, Any] = {
         "version": __version__,
         "config": {"kind": "screen", "sims": sims, "real": real, "encoders": names, "baseline": baseline,
-                   "n_boot": n_boot, "random_state": random_state, "device": device},
+                   "n_boot": n_boot, "random_state": random_state, "device": device,
+                   "precision": precision},
         "sets": sets,
         "stats": {n: summarize_set(r).to_dict() for n, r in records.items()},
         "encoders": encoders_info,
