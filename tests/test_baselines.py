@@ -83,6 +83,29 @@ def test_load_with_paths_reads_exactly_those_frames(tmp_path):
     assert len(cat.load_frames("b")) == 30 and len(cat.load_embeddings("b", "fp")[0]) == 30
 
 
+def test_sampled_reads_bound_duckdb_memory_and_restore_it(tmp_path):
+    from perception_gap.catalog.baselines import SAMPLE_READ_MEMORY, bounded_read
+
+    cat = _catalog(tmp_path / "c.duckdb", range(10))
+    cat.write_embeddings("enc", "fp", [f"h{i}" for i in range(10)], np.ones((10, 3), np.float32))
+    with cat.session():
+        def limit() -> str:
+            return cat.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+
+        default = limit()
+        assert SAMPLE_READ_MEMORY == "1GB" and default != "953.6 MiB"
+        with bounded_read(cat.con, sampled=True):
+            assert limit() == "953.6 MiB"  # 10^9 bytes
+        assert limit() == default  # restored after a sampled read
+        with pytest.raises(ZeroDivisionError), bounded_read(cat.con, sampled=True):
+            raise ZeroDivisionError
+        assert limit() == default  # and after a failed one
+        with bounded_read(cat.con, sampled=False):
+            assert limit() == default  # a whole-set read is not bounded
+        assert len(cat.load_embeddings("b", "fp", ("/f/0001.png",))[0]) == 1 and len(cat.load_frames("b", ("/f/0001.png",))) == 1
+        assert limit() == default
+
+
 @pytest.fixture(scope="module")
 def sets(tmp_path_factory):
     """A 16-frame baseline whose frames differ in brightness (so the sample's median is not the set's) and 8 current frames."""

@@ -10,7 +10,10 @@ pair key), so a later check reuses it while the set is unchanged and draws it ag
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from perception_gap.catalog.schema import pa
 
@@ -80,6 +83,28 @@ class BaselinesMixin:
             self.con.execute("INSERT INTO baseline_samples (set_name, size, seed, digest, n_frames, paths) "
                              "VALUES (?, ?, ?, ?, ?, ?)", [set_name, size, seed, digest, n, paths])
         return BaselineSample(set_name, n, size, seed, digest, tuple(paths), False)
+
+
+# DuckDB memory while a sample of a large set is read. Its buffer pool keeps every block a scan
+# touched until memory runs short (default limit: 80% of RAM), and a 20,000-frame sample of a
+# 10^6-frame baseline touches every block of its table (a sample's frames are spread over all of
+# them): without a bound the process would hold the whole embeddings table (3.3 GB of pixel
+# vectors) and statistics table after one check. The result itself is at most 20,000 rows (100 MB
+# of 1280-d float32 vectors), so a scan under this bound evicts blocks and costs the same CPU.
+SAMPLE_READ_MEMORY = "1GB"
+
+
+@contextmanager
+def bounded_read(con: Any, sampled: bool) -> Iterator[None]:
+    """Cap DuckDB's buffer pool at `SAMPLE_READ_MEMORY` while a sampled read runs (nothing when not sampled)."""
+    if not sampled:
+        yield
+        return
+    con.execute(f"SET memory_limit = '{SAMPLE_READ_MEMORY}'")
+    try:
+        yield
+    finally:
+        con.execute("RESET memory_limit")
 
 
 def paths_table(paths: tuple[str, ...] | list[str]) -> pa.Table:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perception_gap.catalog.baselines import paths_table
+from perception_gap.catalog.baselines import bounded_read, paths_table
 from perception_gap.catalog.schema import SOURCE_COLUMNS, pa
 
 
@@ -64,11 +64,12 @@ class EmbeddingsMixin:
         only = "" if paths is None else "AND f.rgb_path IN (SELECT p FROM sample) "
 
         # a fresh cursor: `sql` refuses to run while an earlier `execute` result is unconsumed
-        tbl = self.con.cursor().sql(
-            "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.vector FROM frames f "
-            "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
-            f"WHERE f.set_name = $set AND f.status = 'ok' {only}ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
-            params={"fp": fingerprint, "set": set_name}).to_arrow_table()
+        with bounded_read(self.con, paths is not None):
+            tbl = self.con.cursor().sql(
+                "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.vector FROM frames f "
+                "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
+                f"WHERE f.set_name = $set AND f.status = 'ok' {only}ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
+                params={"fp": fingerprint, "set": set_name}).to_arrow_table()
         n = tbl.num_rows
         if n == 0:
             return [], np.zeros((0, 0), np.float32)
