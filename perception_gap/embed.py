@@ -26,6 +26,8 @@ from perception_gap.ingest.changes import ROUNDS, reread_frames, skip_frames
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+# (catalog, encoder name, encoder, todo, batch size, workers, progress) -> (embedded, skipped, changed paths)
+ItemsRunner = Callable[[Catalog, str, Any, list[tuple], int, int, "Progress | None"], tuple[int, int, list[str]]]
 PREFETCH = 2  # batches decoded ahead of the model: bounds memory to ~3 batches
 
 
@@ -198,7 +200,7 @@ def _load_batch(enc: Any, items: list[tuple], pool: ThreadPoolExecutor | None,
 
 def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] | None = None, *,
                device: str = "auto", batch_size: int = 32, workers: int = 2,
-               progress: Progress | None = None) -> list[EmbedReport]:
+               progress: Progress | None = None, runner: ItemsRunner | None = None) -> list[EmbedReport]:
     """Embed every usable frame of the sets (all sets when None) through each encoder.
 
     Args:
@@ -208,6 +210,9 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
         device: "auto", "cpu" or "cuda".
         batch_size: frames per model call (and per database transaction).
         workers: decoding threads feeding the model.
+        runner: embeds and stores a todo list elsewhere (the Ray engine, `perception_gap.engines`),
+            taking and returning what `_embed_items` does; it loads the model where it runs, so
+            this process does not. Default: here, batch by batch.
 
     Returns:
         One report per encoder, in the order given.
@@ -232,9 +237,10 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
                 break
             if not loaded:
                 loaded = True
-                enc.load()
+                if runner is None:
+                    enc.load()
             n_todo += len(todo)
-            e, s, changed = _embed_items(catalog, name, enc, todo, batch_size, workers, progress)
+            e, s, changed = (runner or _embed_items)(catalog, name, enc, todo, batch_size, workers, progress)
             embedded, skipped = embedded + e, skipped + s
             if not changed:
                 break
