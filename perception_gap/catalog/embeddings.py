@@ -9,7 +9,7 @@ from perception_gap.catalog.schema import SOURCE_COLUMNS, pa
 
 
 def embedding_tables(encoder: str, fingerprint: str, hashes: list[str], vectors: Any,
-                     skips: list[tuple[str, str]] = ()) -> tuple["pa.Table", "pa.Table"]:
+                     skips: list[tuple[str, str]] = ()) -> tuple[pa.Table, pa.Table]:
     """One batch as Arrow rows of the `embeddings` and `embedding_skips` tables (column for column
     what the catalog stores; the Ray engine writes these as Parquet shards)."""
     import numpy as np
@@ -56,7 +56,7 @@ class EmbeddingsMixin:
         Rows already present (same content and fingerprint) are left as they are, so a batch
         replayed after an interruption never duplicates.
         """
-        batch, sk = embedding_tables(encoder, fingerprint, hashes, vectors, skips)  # noqa: F841 (read by name)
+        batch, sk = embedding_tables(encoder, fingerprint, hashes, vectors, skips)  # DuckDB reads them by name
         with self._transaction():
             if batch.num_rows:
                 self.con.execute(

@@ -21,7 +21,7 @@ def _stats_rows(items: list[tuple[str, Any, str | None]], names: tuple[str, ...]
     return rows
 
 
-def _arrow_stats(name: str, rows: list[dict[str, Any]], cols: tuple[str, ...]) -> "pa.Table":
+def _arrow_stats(name: str, rows: list[dict[str, Any]], cols: tuple[str, ...]) -> pa.Table:
     """Cache rows of table `name` (`frame_stats` or `depth_stats`) as an Arrow table of its column types."""
     types = {c: pa.list_(pa.float64()) for c in
              ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles", "hist", "log_hist",
@@ -37,7 +37,7 @@ def _arrow_stats(name: str, rows: list[dict[str, Any]], cols: tuple[str, ...]) -
     return arrow_table(rows, cols, types)
 
 
-def stats_table(name: str, items: list[tuple[str, Any, str | None]]) -> "pa.Table":
+def stats_table(name: str, items: list[tuple[str, Any, str | None]]) -> pa.Table:
     """(content_hash, stats, error) items as the Arrow rows of cache table `name` (`frame_stats`
     for `ImageStats`, `depth_stats` for `DepthStats`): what the catalog stores, column for column
     (the Ray engine writes these as Parquet shards)."""

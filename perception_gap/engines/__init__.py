@@ -8,8 +8,8 @@ merged into it). `open_engine` picks one for a command; Ray is imported only whe
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-from typing import Any, ContextManager
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 from perception_gap.errors import InputError
 
@@ -17,7 +17,7 @@ ENGINES = ("local", "ray")
 
 
 def open_engine(catalog: Any, engine: str = "local", *, address: str | None = None, workers: int | None = None,
-                device: str = "auto") -> ContextManager[Any]:
+                device: str = "auto") -> AbstractContextManager[Any]:
     """A context giving the engine object to pass to the stages: None for `local`, else a
     `RayEngine` (connected to `address`, or a local Ray instance when None) for `ray`.
 

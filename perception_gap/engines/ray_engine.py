@@ -20,13 +20,14 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from perception_gap.catalog.shards import shard_dir
-from perception_gap.errors import InputError
+from perception_gap.errors import EngineError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +40,15 @@ def require_ray() -> Any:
     """The `ray` module with Ray Data, or a one-line InputError saying how to install it."""
     try:
         import ray
-        import ray.data  # noqa: F401
+        import ray.data
     except ImportError:
         raise InputError(f"`--engine ray` needs Ray Data, which is not installed here: {INSTALL_HINT}.") from None
     return ray
+
+
+def ray_data() -> Any:
+    """The `ray.data` module (see `require_ray`)."""
+    return require_ray().data
 
 
 def _write_shard(folder: str, table: str, tbl: Any) -> str:
@@ -123,6 +129,19 @@ class EncoderActor:
         return out
 
 
+def _rows(ds: Any) -> Any:
+    """The dataset's result rows; a failure in Ray (a task that raised, workers lost beyond
+    Ray's retries, the cluster gone) as a one-line EngineError. Shards merged so far stay."""
+    ray = require_ray()
+    try:
+        yield from ds.iter_rows()
+    except ray.exceptions.RayError as e:
+        cause = getattr(e, "cause", None) or e
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[-1]
+        raise EngineError(f"The Ray engine failed ({type(cause).__name__}: {first}); what finished is kept in the "
+                          "catalog, rerun to complete.") from None
+
+
 class RayEngine:
     """The ray engine for one command: a context manager that connects to Ray (or starts a local
     instance, stopped again at exit) and gives the stages their runners.
@@ -145,7 +164,7 @@ class RayEngine:
         self._workers, self._started = workers, False
         self.merged = 0  # rows merged from shards a previous run left behind
 
-    def __enter__(self) -> "RayEngine":
+    def __enter__(self) -> RayEngine:
         ray = require_ray()
         if not ray.is_initialized():
             try:
@@ -159,6 +178,7 @@ class RayEngine:
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
         ctx.print_on_execution_start = False
+        logging.getLogger("ray.data").setLevel(logging.ERROR)  # Ray Data's per-dataset lines; errors still raise
         res = ray.cluster_resources()
         self.cpus, self.gpus = max(1, int(res.get("CPU", 1))), int(res.get("GPU", 0))
         self.workers = self._workers or self.cpus
@@ -190,7 +210,7 @@ class RayEngine:
         pending: list[str] = []
         changed: list[str] = []
         n = skipped = 0
-        for row in ds.iter_rows():
+        for row in _rows(ds):
             if row["error"]:
                 self._merge(pending)
                 raise InputError(row["error"])
@@ -221,7 +241,7 @@ class RayEngine:
             return done_offset, []
         ds = self._dataset(chunks).map_batches(
             stats_task, fn_kwargs={"table": _TABLES[job.__name__], "folder": str(self.folder)},
-            batch_size=1, num_cpus=1, concurrency=min(self.workers, len(chunks)))
+            batch_size=1, num_cpus=1, compute=ray_data().TaskPoolStrategy(size=min(self.workers, len(chunks))))
         done, _, _, changed = self._collect(ds, progress, done_offset, total)
         return done, changed
 
@@ -236,6 +256,6 @@ class RayEngine:
         ds = self._dataset(batches).map_batches(
             EncoderActor, fn_constructor_kwargs={"name": name, "fingerprint": enc.fingerprint,
                                                  "device": "cuda" if gpu else "cpu", "folder": str(self.folder)},
-            batch_size=1, concurrency=actors, num_gpus=1 if gpu else 0, num_cpus=1)
+            batch_size=1, compute=ray_data().ActorPoolStrategy(size=actors), num_gpus=1 if gpu else 0, num_cpus=1)
         _, embedded, skipped, changed = self._collect(ds, progress, 0, len(todo))
         return embedded, skipped, changed
