@@ -82,7 +82,8 @@ def main() -> None:
         print(f"ray.init: {time.perf_counter() - t:.1f}s (not timed below)", flush=True)
         results = {}
         with Catalog(tmp_dir / "warm.duckdb") as cat, RayEngine(cat, workers=2) as eng:
-            one(frames, tmp_dir / "warmup.duckdb", args.encoder, 2, eng)  # worker processes start once
+            one(frames, tmp_dir / "warmup.duckdb", args.encoder, 2, eng)  # Ray's worker processes start once
+            one(frames, tmp_dir / "warmup_local.duckdb", args.encoder, 2, None)  # imports (torch) once here
             for name, workers, engine in (("local 1", 1, None), ("local 2", 2, None),
                                           ("ray 1", 1, eng), ("ray 2", 2, eng)):
                 results[name] = one(frames, tmp_dir / f"{name.replace(' ', '_')}.duckdb", args.encoder, workers, engine)
