@@ -73,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="when another command is writing the catalog, wait up to this long for it "
                              "(default 0: exit 2 at once, naming it)")
 
+    engine = argparse.ArgumentParser(add_help=False)
+    engine.add_argument("--engine", choices=("local", "ray"), default="local",
+                        help="where statistics and embeddings are computed: this machine (default) or Ray Data "
+                             "workers (needs perception-gap[ray]; see README 'Fleets')")
+    engine.add_argument("--address", metavar="ADDR", help="with --engine ray: the Ray cluster to use (e.g. "
+                                                         "ray://head:10001 or auto; default: a local Ray instance)")
+
     p = _Parser(prog="perception-gap", description="Measure the gap between simulated and real camera frames, offline.")
     p.add_argument("--version", action="version", version=f"perception-gap {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -113,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     ix.add_argument("--mask-categories", help="with --masks: JSON mapping instance id to category name")
     ix.set_defaults(func=_command("index"))
 
-    st = sub.add_parser("stats", parents=[common], help="raw statistics and plumbing diagnoses, sim vs real",
+    st = sub.add_parser("stats", parents=[common, engine], help="raw statistics and plumbing diagnoses, sim vs real",
                         description="Raw statistics per set and named plumbing diagnoses (sim set vs real set).")
     st.add_argument("--sim", required=True, help="sim set name")
     st.add_argument("--real", required=True, help="real set name")
@@ -125,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     en.add_argument("--json", help="also write the list to this JSON file")
     en.set_defaults(func=_command("embed", "execute_encoders"))
 
-    em = sub.add_parser("embed", parents=[common], help="embed frames through encoders (cached by content)",
+    em = sub.add_parser("embed", parents=[common, engine], help="embed frames through encoders (cached by content)",
                         description="Embed every usable frame through each encoder; cached by (content hash, "
                                     "encoder fingerprint), resumable, only missing frames are embedded.")
     em.add_argument("--encoder", required=True, action="append",
@@ -134,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     _model_options(em, "where the model runs")
     em.set_defaults(func=_command("embed"))
 
-    rn = sub.add_parser("run", parents=[common], help="the whole analysis: statistics, embeddings, gap, probes, ranking",
+    rn = sub.add_parser("run", parents=[common, engine], help="the whole analysis: statistics, embeddings, gap, probes, ranking",
                         description="Raw statistics and plumbing diagnoses, embeddings, sim-vs-real gap metrics with "
                                     "noise floors and CIs, linear probes, encoder ranking and findings; writes "
                                     "DIR/results.json and DIR/report.html.")

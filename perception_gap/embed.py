@@ -26,6 +26,8 @@ from perception_gap.ingest.changes import ROUNDS, reread_frames, skip_frames
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+# (catalog, encoder name, encoder, todo, batch size, workers, progress) -> (embedded, skipped, changed paths)
+ItemsRunner = Callable[[Catalog, str, Any, list[tuple], int, int, "Progress | None"], tuple[int, int, list[str]]]
 PREFETCH = 2  # batches decoded ahead of the model: bounds memory to ~3 batches
 
 
@@ -207,7 +209,8 @@ def _load_batch(enc: Any, items: list[tuple], pool: ThreadPoolExecutor | None,
 
 def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] | None = None, *,
                device: str = "auto", batch_size: int | str = 32, workers: int = 2,
-               progress: Progress | None = None, precision: str = "fp32") -> list[EmbedReport]:
+               progress: Progress | None = None, precision: str = "fp32",
+               runner: ItemsRunner | None = None) -> list[EmbedReport]:
     """Embed every usable frame of the sets (all sets when None) through each encoder.
 
     Args:
@@ -219,6 +222,9 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
             from free memory on CUDA (`encoders.memory.auto_batch_size`), 32 on the CPU.
         workers: decoding threads feeding the model.
         precision: "fp32", "fp16" (CUDA) or "bf16" autocast; stored under its own fingerprint.
+        runner: embeds and stores a todo list elsewhere (the Ray engine, `perception_gap.engines`),
+            taking and returning what `_embed_items` does; it loads the model where it runs, so
+            this process does not. Default: here, batch by batch.
 
     Returns:
         One report per encoder, in the order given.
@@ -244,10 +250,13 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
                 break
             if not loaded:
                 loaded = True
-                enc.load()
-                size = _resolve_batch_size(enc, batch_size)
+                if runner is None:
+                    enc.load()
+                    size = _resolve_batch_size(enc, batch_size)
+                else:  # the model loads where the runner runs: no probe batch here
+                    size = batch_size if isinstance(batch_size, int) else 32
             n_todo += len(todo)
-            e, s, changed = _embed_items(catalog, name, enc, todo, size, workers, progress)
+            e, s, changed = (runner or _embed_items)(catalog, name, enc, todo, size, workers, progress)
             embedded, skipped = embedded + e, skipped + s
             if not changed:
                 break

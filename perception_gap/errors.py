@@ -27,3 +27,7 @@ class CatalogBusy(CatalogError):
 
 class OutputError(PerceptionGapError):
     """An output file (results.json, report.html, a `--json` file) cannot be written where asked."""
+
+
+class EngineError(PerceptionGapError):
+    """The execution engine failed (a Ray task raised, or its workers or cluster were lost)."""

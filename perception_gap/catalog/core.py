@@ -26,6 +26,7 @@ from perception_gap.catalog.locking import WriterLock
 from perception_gap.catalog.runs import RunsMixin
 from perception_gap.catalog.schema import DEFAULT_DB, FRAME_MIGRATIONS, SCHEMA, SCHEMA_VERSION, STATS_COLUMNS, TABLES
 from perception_gap.catalog.sets import SetsMixin
+from perception_gap.catalog.shards import ShardsMixin
 from perception_gap.catalog.stats_cache import StatsCacheMixin
 from perception_gap.errors import CatalogBusy, CatalogError, InputError
 
@@ -40,7 +41,8 @@ _DUCKDB_MAGIC = (8, b"DUCK")  # offset and bytes of the DuckDB file header
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
-class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, EmbeddingsMixin, RunsMixin, BaselinesMixin):
+class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, EmbeddingsMixin, RunsMixin, BaselinesMixin,
+              ShardsMixin):
     """An open catalog file. Use as a context manager; every method is one transaction.
 
     This class holds the connection, session and schema migration; the operations come from one

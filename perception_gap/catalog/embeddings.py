@@ -8,6 +8,28 @@ from perception_gap.catalog.baselines import bounded_read, paths_table
 from perception_gap.catalog.schema import SOURCE_COLUMNS, pa
 
 
+def embedding_tables(encoder: str, fingerprint: str, hashes: list[str], vectors: Any,
+                     skips: list[tuple[str, str]] = ()) -> tuple[pa.Table, pa.Table]:
+    """One batch as Arrow rows of the `embeddings` and `embedding_skips` tables (column for column
+    what the catalog stores; the Ray engine writes these as Parquet shards)."""
+    import numpy as np
+
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    n, dim = vectors.shape if vectors.ndim == 2 else (0, 0)
+    offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
+    emb = pa.table({
+        "content_hash": pa.array(list(hashes)[:n], pa.string()),
+        "encoder": pa.array([encoder] * n, pa.string()),
+        "fingerprint": pa.array([fingerprint] * n, pa.string()),
+        "dim": pa.array([dim] * n, pa.int32()),
+        "vector": pa.ListArray.from_arrays(offsets, pa.array(vectors.ravel(), pa.float32())),
+    })
+    sk = pa.table({"content_hash": pa.array([h for h, _ in skips], pa.string()),
+                   "fingerprint": pa.array([fingerprint] * len(skips), pa.string()),
+                   "reason": pa.array([r for _, r in skips], pa.string())})
+    return emb, sk
+
+
 class EmbeddingsMixin:
     """Cached embeddings; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
@@ -34,25 +56,14 @@ class EmbeddingsMixin:
         Rows already present (same content and fingerprint) are left as they are, so a batch
         replayed after an interruption never duplicates.
         """
-        import numpy as np
-
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        n, dim = vectors.shape if vectors.ndim == 2 else (0, 0)
+        batch, sk = embedding_tables(encoder, fingerprint, hashes, vectors, skips)  # DuckDB reads them by name
         with self._transaction():
-            if n:
-                offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
-                batch = pa.table({  # noqa: F841 (DuckDB reads it by name)
-                    "content_hash": pa.array(hashes, pa.string()),
-                    "vector": pa.ListArray.from_arrays(offsets, pa.array(vectors.ravel())),
-                })
+            if batch.num_rows:
                 self.con.execute(
                     "INSERT OR IGNORE INTO embeddings (content_hash, encoder, fingerprint, dim, vector) "
-                    "SELECT content_hash, ?, ?, ?, vector FROM batch", [encoder, fingerprint, dim])
-            if skips:
-                sk = pa.table({"content_hash": pa.array([h for h, _ in skips], pa.string()),  # noqa: F841
-                               "reason": pa.array([r for _, r in skips], pa.string())})
-                self.con.execute("INSERT OR IGNORE INTO embedding_skips SELECT content_hash, ?, reason FROM sk",
-                                 [fingerprint])
+                    "SELECT content_hash, encoder, fingerprint, dim, vector FROM batch")
+            if sk.num_rows:
+                self.con.execute("INSERT OR IGNORE INTO embedding_skips SELECT content_hash, fingerprint, reason FROM sk")
 
     def load_embeddings(self, set_name: str, fingerprint: str,
                         paths: tuple[str, ...] | None = None) -> tuple[list[dict[str, Any]], "Any"]:

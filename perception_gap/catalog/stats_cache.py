@@ -21,6 +21,30 @@ def _stats_rows(items: list[tuple[str, Any, str | None]], names: tuple[str, ...]
     return rows
 
 
+def _arrow_stats(name: str, rows: list[dict[str, Any]], cols: tuple[str, ...]) -> pa.Table:
+    """Cache rows of table `name` (`frame_stats` or `depth_stats`) as an Arrow table of its column types."""
+    types = {c: pa.list_(pa.float64()) for c in
+             ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles", "hist", "log_hist",
+              "spectrum")}
+    types.update({c: pa.float64() for c in
+                  ("nominal_max", "lum_mean", "sharpness", "hf_ratio", "grad_ratio", "dup_frac",
+                   "dup_parity", "blockiness", "nonfinite_frac", "dropout", "noise_sigma", "chroma_hf",
+                   "jpeg_quality")})
+    types.update({c: pa.int32() for c in ("width", "height", "channels", "stride")})
+    types.update({c: pa.string() for c in ("content_hash", "error", "dtype", "mode", "inferred_unit")})
+    if name == "depth_stats":
+        types["mean"] = pa.float64()  # one number per depth map; per channel for images
+    return arrow_table(rows, cols, types)
+
+
+def stats_table(name: str, items: list[tuple[str, Any, str | None]]) -> pa.Table:
+    """(content_hash, stats, error) items as the Arrow rows of cache table `name` (`frame_stats`
+    for `ImageStats`, `depth_stats` for `DepthStats`): what the catalog stores, column for column
+    (the Ray engine writes these as Parquet shards)."""
+    fields = IMAGE_FIELDS if name == "frame_stats" else DEPTH_FIELDS
+    return _arrow_stats(name, _stats_rows(items, fields), ("content_hash", "error") + fields)
+
+
 class StatsCacheMixin:
     """Cached statistics keyed by content hash; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
@@ -62,18 +86,7 @@ class StatsCacheMixin:
     def _insert_stats(self, name: str, rows: list[dict[str, Any]], cols: tuple[str, ...]) -> None:
         if not rows:
             return
-        types = {c: pa.list_(pa.float64()) for c in
-                 ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles", "hist", "log_hist",
-                  "spectrum")}
-        types.update({c: pa.float64() for c in
-                      ("nominal_max", "lum_mean", "sharpness", "hf_ratio", "grad_ratio", "dup_frac",
-                       "dup_parity", "blockiness", "nonfinite_frac", "dropout", "noise_sigma", "chroma_hf",
-                       "jpeg_quality")})
-        types.update({c: pa.int32() for c in ("width", "height", "channels", "stride")})
-        types.update({c: pa.string() for c in ("content_hash", "error", "dtype", "mode", "inferred_unit")})
-        if name == "depth_stats":
-            types["mean"] = pa.float64()  # one number per depth map; per channel for images
-        batch = arrow_table(rows, cols, types)  # noqa: F841 (DuckDB reads it by name)
+        batch = _arrow_stats(name, rows, cols)  # noqa: F841 (DuckDB reads it by name)
         col_list = ", ".join(cols)
         with self._transaction():
             self.con.execute(f"INSERT OR REPLACE INTO {name} ({col_list}) SELECT {col_list} FROM batch")

@@ -32,13 +32,16 @@ def execute_encoders(args: argparse.Namespace) -> int:
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.catalog import Catalog
     from perception_gap.embed import embed_sets, parse_encoder_list
+    from perception_gap.engines import open_engine
 
     names = parse_encoder_list(args.encoder)
     progress, close = progress_bar(args, "embed")
-    with Catalog(args.db, wait=args.wait, create=False) as cat:
+    with Catalog(args.db, wait=args.wait, create=False) as cat, \
+            open_engine(cat, args.engine, address=args.address, workers=args.workers, device=args.device) as eng:
         try:
             reports = embed_sets(cat, names, args.set, device=args.device, batch_size=args.batch_size,
-                                 workers=args.workers or 2, progress=progress, precision=args.precision)
+                                 workers=args.workers or 2, progress=progress, precision=args.precision,
+                                 runner=eng.embed_runner if eng else None)
         finally:
             close()
     for r in reports:

@@ -40,6 +40,7 @@ def _print_run(res: dict[str, Any], out_dir: Path) -> None:
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.catalog import Catalog
     from perception_gap.embed import parse_encoder_list
+    from perception_gap.engines import open_engine
     from perception_gap.workflows.run import run_job
 
     names = parse_encoder_list(args.encoders) if args.encoders else None
@@ -50,11 +51,12 @@ def execute(args: argparse.Namespace) -> int:
 
         check_rollouts(args.rollouts)  # bad input fails before the long analysis
     progress, close = progress_bar(args, "run")
-    with Catalog(args.db, wait=args.wait, create=False) as cat:
+    with Catalog(args.db, wait=args.wait, create=False) as cat, \
+            open_engine(cat, args.engine, address=args.address, workers=args.workers, device=args.device) as eng:
         try:
             res = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
                           batch_size=args.batch_size, workers=args.workers, progress=progress,
-                          precision=args.precision)
+                          precision=args.precision, engine=eng)
         finally:
             close()
     if args.rollouts:

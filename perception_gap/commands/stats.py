@@ -47,13 +47,16 @@ def _print_stats(res: dict[str, Any]) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.catalog import Catalog
+    from perception_gap.engines import open_engine
     from perception_gap.workflows.stats import stats_job
 
     check_outputs(json_path=args.json)
     progress, close = progress_bar(args, "stats")
-    with Catalog(args.db, wait=args.wait, create=False) as cat:
+    with Catalog(args.db, wait=args.wait, create=False) as cat, \
+            open_engine(cat, args.engine, address=args.address, workers=args.workers) as eng:
         try:
-            res = stats_job(cat, args.sim, args.real, workers=args.workers, progress=progress)
+            res = stats_job(cat, args.sim, args.real, workers=args.workers, progress=progress,
+                            runner=eng.stats_runner if eng else None)
         finally:
             close()
     if args.json:

@@ -221,14 +221,20 @@ def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] | None = None,
             device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
-            random_state: int = 0, progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
-    """Statistics, embeddings, comparison, probes, ranking and findings: results.json."""
+            random_state: int = 0, progress: Progress | None = None, precision: str = "fp32",
+            engine: Any = None) -> dict[str, Any]:
+    """Statistics, embeddings, comparison, probes, ranking and findings: results.json.
+
+    `engine`, when given, computes statistics and embeddings elsewhere: an object with
+    `stats_runner` and `embed_runner` (the Ray engine, `perception_gap.engines.ray_engine`).
+    """
     names = encoder_names or default_encoders()
     if not names:
         raise InputError("No encoder has its weights available here; see `perception-gap encoders`.")
-    res = stats_job(catalog, sim, real, workers=workers, progress=progress)
+    res = stats_job(catalog, sim, real, workers=workers, progress=progress,
+                    runner=engine.stats_runner if engine else None)
     embed_sets(catalog, names, [sim, real], device=device, batch_size=batch_size, workers=2, progress=progress,
-               precision=precision)
+               precision=precision, runner=engine.embed_runner if engine else None)
     entries = []
     for name in names:
         enc = load_encoder(name, device=device, precision=precision)

@@ -28,6 +28,8 @@ from perception_gap.version import __version__
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+# (job, items, write, workers, progress, done_offset, total) -> (done, changed paths): see `_run_jobs`
+Runner = Callable[[Callable, list[tuple], Callable, int, "Progress | None", int, int], tuple[int, list[str]]]
 CHUNK = 32  # frames per worker task: amortizes inter-process traffic
 WRITE_EVERY = 512  # frames per catalog transaction
 _IMAGE_FIELDS = tuple(ImageStats.__dataclass_fields__)
@@ -129,14 +131,17 @@ def _run_jobs(job: Callable, items: list[tuple], write: Callable, workers: int,
 
 
 def compute_stats(catalog: Catalog, set_names: list[str], *, workers: int | None = None,
-                  progress: Progress | None = None) -> StatsPass:
+                  progress: Progress | None = None, runner: Runner | None = None) -> StatsPass:
     """Compute and cache statistics of every usable frame of the sets that lacks them.
 
     The workers hash the bytes they decode (a container's file before its sequential decode): a
     file or container changed since `index` is re-indexed and measured under its new content
-    hash (see `perception_gap.ingest.changes`).
+    hash (see `perception_gap.ingest.changes`). `runner` runs the jobs elsewhere (the Ray engine,
+    `perception_gap.engines`); it takes and returns what `_run_jobs` does and must have stored
+    the results when it returns. The default runs them in this machine's process pool.
     """
     workers = workers or default_workers()
+    _run_jobs_ = runner or _run_jobs
     computed = 0
     reindexed: set[str] = set()
     for round_ in range(ROUNDS + 1):
@@ -145,8 +150,8 @@ def compute_stats(catalog: Catalog, set_names: list[str], *, workers: int | None
         total = len(rgb) + len(depth)
         if not total:
             break
-        done, changed = _run_jobs(rgb_stats_job, rgb, catalog.write_image_stats, workers, progress, 0, total)
-        done, changed_depth = _run_jobs(depth_stats_job, depth, catalog.write_depth_stats, workers, progress, done, total)
+        done, changed = _run_jobs_(rgb_stats_job, rgb, catalog.write_image_stats, workers, progress, 0, total)
+        done, changed_depth = _run_jobs_(depth_stats_job, depth, catalog.write_depth_stats, workers, progress, done, total)
         computed += total - len(changed) - len(changed_depth)
         changed += changed_depth
         if not changed:
@@ -253,7 +258,7 @@ def pairing(sim: SetRecords, real: SetRecords) -> dict[str, Any]:
 
 
 def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = None,
-              progress: Progress | None = None) -> dict[str, Any]:
+              progress: Progress | None = None, runner: Runner | None = None) -> dict[str, Any]:
     """Raw statistics and plumbing diagnoses of a sim set against a real set.
 
     Returns:
@@ -271,7 +276,7 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
         if info is None:
             known = ", ".join(repr(s) for s in catalog.list_sets()) or "none indexed yet"
             raise InputError(f"Unknown set {name!r} for --{dom} (known: {known}).")
-    done = compute_stats(catalog, [sim, real], workers=workers, progress=progress)
+    done = compute_stats(catalog, [sim, real], workers=workers, progress=progress, runner=runner)
     sim_rec = load_set_records(catalog, sim)
     real_rec = load_set_records(catalog, real)
     findings = order_findings(diagnose(sim_rec, real_rec))

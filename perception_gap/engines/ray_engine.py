@@ -1,0 +1,262 @@
+"""The Ray Data engine: statistics and embeddings in `map_batches` workers, merged as Parquet shards.
+
+The driver (the command's process, holding the catalog) asks the catalog what is missing,
+exactly as the local engine does (`hashes_needing_stats`, `hashes_needing_embedding`), and
+hands the list to Ray Data as tasks: statistics in stateless tasks (the same chunks and jobs
+as the local pool), embeddings in a pool of actors, one model loaded per actor (one GPU each
+when the cluster has GPUs). Each task writes its rows as a Parquet shard (written under a
+temporary name, then renamed) into `<catalog>.shards/`; the driver merges shards into the
+catalog as they come (`Catalog.merge_shards`: a key already stored, or repeated across shards,
+is inserted once) and deletes them. A run that dies leaves shards behind: the next run merges
+them first, then computes only what is still missing.
+
+Workers read frames by the paths in the catalog, so every node must see them at the same
+paths (a shared file system), and must have this package installed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perception_gap.catalog.shards import shard_dir
+from perception_gap.errors import EngineError, InputError
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "pip install 'perception-gap[ray]' (or pip install 'ray[data]>=2.9')"
+MERGE_EVERY = 16  # shards per catalog transaction
+_TABLES = {"rgb_stats_job": "frame_stats", "depth_stats_job": "depth_stats"}
+
+
+def require_ray() -> Any:
+    """The `ray` module with Ray Data, or a one-line InputError saying how to install it."""
+    try:
+        import ray
+        import ray.data
+    except ImportError:
+        raise InputError(f"`--engine ray` needs Ray Data, which is not installed here: {INSTALL_HINT}.") from None
+    return ray
+
+
+def ray_data() -> Any:
+    """The `ray.data` module (see `require_ray`)."""
+    return require_ray().data
+
+
+def _write_shard(folder: str, table: str, tbl: Any) -> str:
+    """Write an Arrow table as `<folder>/<table>-<id>.parquet` (atomically: a temporary name, then
+    a rename, so a killed worker leaves no half shard); '' when it has no rows."""
+    import pyarrow.parquet as pq
+
+    if tbl.num_rows == 0:
+        return ""
+    final = Path(folder) / f"{table}-{uuid.uuid4().hex}.parquet"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(final.name + ".tmp")
+    pq.write_table(tbl, tmp)
+    os.replace(tmp, final)
+    return str(final)
+
+
+def _tasks(batch: dict[str, Any]) -> list[list[tuple]]:
+    return [[tuple(i) for i in json.loads(t)] for t in batch["task"]]
+
+
+def stats_task(batch: dict[str, Any], *, table: str, folder: str) -> dict[str, list]:
+    """Ray task: each row's chunk through the local engine's statistics job, rows to a shard.
+
+    Returns per row: the shard path, the paths that changed since `index` (JSON), frames done.
+    """
+    from perception_gap.catalog.stats_cache import stats_table
+    from perception_gap.statistics.workers import depth_stats_job, rgb_stats_job
+
+    job = rgb_stats_job if table == "frame_stats" else depth_stats_job
+    out: dict[str, list] = {"shard": [], "changed": [], "n": [], "skipped": [], "error": []}
+    for items in _tasks(batch):
+        paths = {i[0]: i[1] for i in items}
+        res = job(items)
+        done = [r for r in res if not (r[1] is None and r[2] is None)]
+        out["shard"].append(_write_shard(folder, table, stats_table(table, done)))
+        out["changed"].append(json.dumps([paths[h] for h, st, err in res if st is None and err is None]))
+        out["n"].append(len(done))
+        out["skipped"].append(0)
+        out["error"].append("")
+    return out
+
+
+class EncoderActor:
+    """Ray actor: one encoder loaded once; each row's batch decoded, embedded and written as shards."""
+
+    def __init__(self, name: str, fingerprint: str, device: str, folder: str, precision: str = "fp32") -> None:
+        from perception_gap.embed import load_encoder
+
+        self.enc = load_encoder(name, device=device, precision=precision)
+        if self.enc.fingerprint != fingerprint:
+            raise RuntimeError(f"encoder {name!r} has fingerprint {self.enc.fingerprint} on this node, "
+                               f"{fingerprint} on the driver")
+        self.enc.load()
+        self.name, self.folder = name, folder
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
+        from perception_gap.catalog.embeddings import embedding_tables
+        from perception_gap.embed import _Containers, _load_batch
+
+        enc = self.enc
+        out: dict[str, list] = {"shard": [], "changed": [], "n": [], "skipped": [], "error": []}
+        for items in _tasks(batch):
+            hashes, x, skips, moved = _load_batch(enc, items, None, _Containers(items))
+            vectors = enc.encode(x) if x is not None else np.zeros((0, enc.dim), np.float32)
+            error = ""
+            if vectors.shape != (len(hashes), enc.dim) or not np.all(np.isfinite(vectors)):
+                error = (f"Encoder {self.name!r} returned shape {vectors.shape} (expected {(len(hashes), enc.dim)}) "
+                         "or non-finite values for a batch; nothing of it was stored.")
+                hashes, vectors, skips = [], np.zeros((0, enc.dim), np.float32), []
+            emb, sk = embedding_tables(self.name, enc.fingerprint, hashes, vectors, skips)
+            shards = [_write_shard(self.folder, "embeddings", emb), _write_shard(self.folder, "embedding_skips", sk)]
+            out["shard"].append("\n".join(s for s in shards if s))
+            out["changed"].append(json.dumps(moved))
+            out["n"].append(len(hashes))
+            out["skipped"].append(len(skips))
+            out["error"].append(error)
+        return out
+
+
+def _rows(ds: Any) -> Any:
+    """The dataset's result rows; a failure in Ray (a task that raised, workers lost beyond
+    Ray's retries, the cluster gone) as a one-line EngineError. Shards merged so far stay."""
+    ray = require_ray()
+    try:
+        yield from ds.iter_rows()
+    except ray.exceptions.RayError as e:
+        cause = getattr(e, "cause", None) or e
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[-1]
+        raise EngineError(f"The Ray engine failed ({type(cause).__name__}: {first}); what finished is kept in the "
+                          "catalog, rerun to complete.") from None
+
+
+class RayEngine:
+    """The ray engine for one command: a context manager that connects to Ray (or starts a local
+    instance, stopped again at exit) and gives the stages their runners.
+
+    Args:
+        catalog: the open catalog (shards go to `<catalog file>.shards/`).
+        address: a Ray cluster address (`ray://host:10001`, `host:6379`, `auto`); None starts a
+            local instance (or uses the one this process already started).
+        workers: parallel statistics tasks and encoder actors (default: the cluster's CPUs;
+            encoder actors: its GPUs when it has any).
+        device: `auto` (a GPU per actor when the cluster has GPUs), `cpu` or `cuda`.
+    """
+
+    def __init__(self, catalog: Any, *, address: str | None = None, workers: int | None = None,
+                 device: str = "auto") -> None:
+        if workers is not None and workers < 1:
+            raise InputError(f"Expected `--workers` >= 1, got {workers}.")
+        self.catalog, self.address, self.device = catalog, address, device
+        self.folder = shard_dir(catalog.path)
+        self._workers, self._started = workers, False
+        self.merged = 0  # rows merged from shards a previous run left behind
+
+    def __enter__(self) -> RayEngine:
+        ray = require_ray()
+        if not ray.is_initialized():
+            try:
+                ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
+                         logging_level=logging.WARNING, configure_logging=True,
+                         **({} if self.address else {"num_cpus": self._workers}))
+            except (ConnectionError, ValueError, RuntimeError) as e:
+                raise InputError(f"Cannot connect to the Ray cluster at `--address` {self.address!r}: "
+                                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}.") from None
+            self._started = True
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        ctx.print_on_execution_start = False
+        logging.getLogger("ray.data").setLevel(logging.ERROR)  # Ray Data's per-dataset lines; errors still raise
+        res = ray.cluster_resources()
+        self.cpus, self.gpus = max(1, int(res.get("CPU", 1))), int(res.get("GPU", 0))
+        self.workers = self._workers or self.cpus
+        self.merged = self.merge_leftovers()
+        if self.merged:
+            log.info("merged %d rows from shards an earlier run left in %s", self.merged, self.folder)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._started:
+            require_ray().shutdown()
+
+    def merge_leftovers(self) -> int:
+        """Merge (then delete) the shards an interrupted run left in the shard folder."""
+        files = sorted(self.folder.glob("*.parquet")) if self.folder.is_dir() else []
+        return self._merge([str(f) for f in files])
+
+    def _merge(self, files: list[str]) -> int:
+        if not files:
+            return 0
+        added = self.catalog.merge_shards(files)
+        for f in files:  # after the commit: a crash before this only means a harmless re-merge
+            Path(f).unlink(missing_ok=True)
+        return added
+
+    def _collect(self, ds: Any, progress: Callable | None, done: int, total: int) -> tuple[int, int, int, list[str]]:
+        """Stream task results, merging shards every MERGE_EVERY: (done, embedded or measured,
+        skipped, changed paths)."""
+        pending: list[str] = []
+        changed: list[str] = []
+        n = skipped = 0
+        for row in _rows(ds):
+            if row["error"]:
+                self._merge(pending)
+                raise InputError(row["error"])
+            pending += [p for p in row["shard"].split("\n") if p]
+            moved = json.loads(row["changed"])
+            changed += moved
+            n, skipped = n + row["n"], skipped + row["skipped"]
+            done += row["n"] + row["skipped"] + len(moved)
+            if len(pending) >= MERGE_EVERY:
+                self._merge(pending)
+                pending = []
+            if progress:
+                progress(done, total)
+        self._merge(pending)
+        return done, n, skipped, changed
+
+    def _dataset(self, tasks: list[list[tuple]]) -> Any:
+        ray = require_ray()
+        return ray.data.from_items([{"task": json.dumps(t)} for t in tasks], override_num_blocks=max(1, len(tasks)))
+
+    def stats_runner(self, job: Callable, items: list[tuple], write: Callable, workers: int,
+                     progress: Callable | None, done_offset: int, total: int) -> tuple[int, list[str]]:
+        """`compute_stats`'s runner: the local engine's chunks and jobs, as Ray tasks."""
+        from perception_gap.workflows.stats import _chunks
+
+        chunks = _chunks(items)
+        if not chunks:
+            return done_offset, []
+        ds = self._dataset(chunks).map_batches(
+            stats_task, fn_kwargs={"table": _TABLES[job.__name__], "folder": str(self.folder)},
+            batch_size=1, num_cpus=1, compute=ray_data().TaskPoolStrategy(size=min(self.workers, len(chunks))))
+        done, _, _, changed = self._collect(ds, progress, done_offset, total)
+        return done, changed
+
+    def embed_runner(self, catalog: Any, name: str, enc: Any, todo: list[tuple], batch_size: int,
+                     workers: int, progress: Callable | None) -> tuple[int, int, list[str]]:
+        """`embed_sets`'s runner: batches of `batch_size` frames through a pool of encoder actors."""
+        batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
+        gpu = self.gpus > 0 and self.device != "cpu"
+        if self.device == "cuda" and not gpu:
+            raise InputError("`--device cuda` with `--engine ray`, but the Ray cluster has no GPU.")
+        actors = max(1, min(self.gpus if gpu else self.workers, len(batches)))
+        ds = self._dataset(batches).map_batches(
+            EncoderActor, fn_constructor_kwargs={"name": name, "fingerprint": enc.fingerprint,
+                                                 "device": "cuda" if gpu else "cpu", "folder": str(self.folder),
+                                                 "precision": getattr(enc, "precision", "fp32")},
+            batch_size=1, compute=ray_data().ActorPoolStrategy(size=actors), num_gpus=1 if gpu else 0, num_cpus=1)
+        _, embedded, skipped, changed = self._collect(ds, progress, 0, len(todo))
+        return embedded, skipped, changed
