@@ -176,26 +176,39 @@ def _median_se(x: np.ndarray) -> float:
     return 1.2533 * sd / np.sqrt(x.size)
 
 
-def scene_spread_limit(family: str, sim: Side, real: Side, z: float = 3.0) -> float:
-    """The unpaired detection limit a camera's own scene-to-scene spread sets, in the fault's units.
+def scene_spread_clear(family: str, sim: Side, real: Side, z: float = 3.0, alpha: float = 0.01) -> bool:
+    """Whether the faulted unpaired sets differ clearly by the documented distribution bar.
 
-    Without pairs a difference of set medians must clear `z` standard errors of the scenes'
-    spread (the engine's DIST_Z rule): brightness in stops of linear luminance, white balance in
-    the suite's gain units (log2 R/G moves by m/2). 0 for other families (their fixed limits apply).
+    Without pairs a brightness, white-balance or depth-dropout shift is named only when it stands out of the
+    cameras' own scene-to-scene spread: the difference of set medians clears `z` standard errors
+    and a two-sided Mann-Whitney test rejects equal distributions at `alpha` (the engine's
+    DIST_Z and DIST_ALPHA; README, detection limits). Computed here from the frames as written,
+    independently of the engine's statistics: brightness on log2 Rec.709 luminance of linear
+    channel means, white balance on log2 R/G and B/G (either), depth dropout on the per-frame
+    share of invalid depth pixels (points). True for other families (their fixed limits apply).
     """
+    from scipy.stats import mannwhitneyu
+
     def lin(side: Side) -> np.ndarray:
         a = np.stack([np.asarray(x, np.float64)[..., :3].reshape(-1, 3).mean(0) for x in side.rgb]) / 255.0
-        return np.where(a <= 0.04045, a / 12.92, ((a + 0.055) / 1.055) ** 2.4)
+        return np.clip(np.where(a <= 0.04045, a / 12.92, ((a + 0.055) / 1.055) ** 2.4), 1e-6, None)
 
+    def clear(a: np.ndarray, b: np.ndarray) -> bool:
+        se = np.hypot(_median_se(a), _median_se(b))
+        if abs(np.median(a) - np.median(b)) < z * se:
+            return False
+        return float(mannwhitneyu(a, b, alternative="two-sided").pvalue) <= alpha
+
+    if family == "depth_dropout" and sim.depth is not None and real.depth is not None:
+        return clear(np.array([100.0 * np.mean(d <= 0) for d in sim.depth]),
+                     np.array([100.0 * np.mean(d <= 0) for d in real.depth]))
     if family not in ("brightness", "white_balance") or any(np.asarray(x).dtype != np.uint8 for x in sim.rgb + real.rgb):
-        return 0.0
+        return True
     ls, lr = lin(sim), lin(real)
     if family == "brightness":
         rec = np.array([0.2126, 0.7152, 0.0722])
-        se = np.hypot(_median_se(np.log2(ls @ rec + 1e-6)), _median_se(np.log2(lr @ rec + 1e-6)))
-        return z * se
-    rg = [np.log2((x[:, 0] + 1e-6) / (x[:, 1] + 1e-6)) for x in (ls, lr)]
-    return 2.0 * z * float(np.hypot(_median_se(rg[0]), _median_se(rg[1])))
+        return clear(np.log2(ls @ rec), np.log2(lr @ rec))
+    return any(clear(np.log2(ls[:, c] / ls[:, 1]), np.log2(lr[:, c] / lr[:, 1])) for c in (0, 2))
 
 
 def _encode_depth(d: np.ndarray, fmt: str) -> tuple[np.ndarray, str]:

@@ -135,3 +135,78 @@ def test_unpaired_low_quality_jpeg_against_lossless(scenes_unpaired, quality, na
         assert ev["signature"] == "jpeg_quality"
         assert abs(ev["jpeg_quality_real"] - quality) <= 3
         assert "sensor_noise" not in found
+
+
+@pytest.fixture(scope="module")
+def voc16(shared_data):
+    """16 VOC photos at 500x375 (4:2:0 JPEGs), each a different scene (RGB uint8)."""
+    from PIL import Image
+
+    out = []
+    for p in sorted((shared_data / "detection_voc100" / "images").glob("*.jpg"))[::-1]:
+        with Image.open(p) as im:
+            if im.size == (500, 375) and im.mode == "RGB":
+                out.append(np.asarray(im))
+        if len(out) == 16:
+            break
+    if len(out) < 16:
+        pytest.skip("too few 500x375 VOC photos")
+    return out
+
+
+def test_unpaired_noise_on_photos_is_named_by_its_chroma(voc16, monkeypatch):
+    """sigma-5 noise drawn per channel on 8 VOC photos against 8 others, 8 random splits: the
+    flat-region noise of so different scenes overlaps (that rule alone names few of these splits), but noise drawn per channel is mostly chroma while the photos keep their detail in luma
+    (4:2:0 JPEGs): the chroma route names most splits, always on the real side, nothing else first."""
+    from perception_gap.diagnoses import texture
+
+    named = named_before = 0
+    for k in range(8):
+        imgs = [voc16[i] for i in np.random.default_rng(k).permutation(16)]
+        real = [F.add_sensor_noise(a, np.random.default_rng(100 + k), 5.0) for a in imgs[8:]]
+        sides = image_set("s", "sim", imgs[:8]), image_set("r", "real", real, keys=[f"q{i}" for i in range(8)])
+        findings = run(*sides)
+        assert not findings or findings[0].code == "sensor_noise", (k, [(f.code, f.title) for f in findings])
+        if findings:
+            ev = findings[0].evidence
+            assert ev["noisier_side"] == "real" and ev["basis"] == "distribution"
+            assert 2.5 <= ev["added_sigma_rgb_iid"] <= 10.0, ev  # the added noise's size, not a scene difference
+            named += 1
+        with monkeypatch.context() as m:  # the flat-region rule alone
+            m.setattr(texture, "CHROMA_NOISE_LOG2", math.inf)
+            named_before += "sensor_noise" in codes(run(*sides))
+    assert named >= 5 and named_before <= named - 3, (named, named_before)
+
+
+def test_unpaired_blur_of_photos_is_not_noise_on_the_other_side(voc16):
+    """A blur takes out noise and chroma detail too: sigma 1 and 2 on 8 photos against 8 others are
+    never a sensor_noise gap on the clean side; nor are two halves of the same clean photos."""
+    from PIL import Image, ImageFilter
+
+    for sigma in (1.0, 2.0):
+        blurred = [np.asarray(Image.fromarray(a).filter(ImageFilter.GaussianBlur(sigma))) for a in voc16[8:]]
+        findings = run(image_set("s", "sim", voc16[:8]),
+                       image_set("r", "real", blurred, keys=[f"q{i}" for i in range(8)]))
+        assert "sensor_noise" not in codes(findings), (sigma, [(f.code, f.title) for f in findings])
+    clean = run(image_set("s", "sim", voc16[:8]), image_set("r", "real", voc16[8:], keys=[f"q{i}" for i in range(8)]))
+    assert not [f for f in clean if f.severity in ("bug", "gap")], [(f.code, f.title) for f in clean]
+
+
+def test_paired_jpeg_side_that_lost_the_noise_is_compression(voc16):
+    """Paired: the real side is the same noisy photos stored as JPEG q70, the sim side lossless. JPEG
+    quantization takes out noise, so sim reads noisier; the cause is the real side's compression
+    (its quality read back from the tables), never extra sensor noise on the sim side. A real side that
+    is JPEG q95 and carries more noise than sim stays a sensor_noise gap on the real side."""
+    rng = np.random.default_rng(7)
+    keys = [f"k{i:03d}" for i in range(8)]
+    noisy = [F.add_sensor_noise(a, rng, 3.0) for a in voc16[:8]]
+    findings = run(image_set("s", "sim", noisy), _jpeg_frames(noisy, 70, keys))
+    assert findings and findings[0].code == "compression", [(f.code, f.title) for f in findings]
+    ev = findings[0].evidence
+    assert ev["compressed_side"] == "real" and ev["signature"] == "jpeg_quality" and ev["basis"] == "pairs"
+    assert abs(ev["jpeg_quality_real"] - 70) <= 3
+    assert "sensor_noise" not in codes(findings)
+    noisier_real = [F.add_sensor_noise(a, rng, 6.0) for a in voc16[:8]]
+    found = codes(run(image_set("s", "sim", voc16[:8]), _jpeg_frames(noisier_real, 95, keys)))
+    assert "sensor_noise" in found and found["sensor_noise"].evidence["noisier_side"] == "real", list(found)
+    assert "compression" not in found, list(found)

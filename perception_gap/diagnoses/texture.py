@@ -12,7 +12,7 @@ import math
 
 from perception_gap.diagnoses.common import num
 from perception_gap.diagnoses.context import Context, basis_evidence
-from perception_gap.diagnoses.highfreq import TOP, HighFreq, analyse
+from perception_gap.diagnoses.highfreq import MID, TOP, HighFreq, analyse
 from perception_gap.findings import Finding
 
 # Sensor noise: the noisier side adds white noise of at least NOISE_MIN luma levels (the square
@@ -35,6 +35,14 @@ FLAT_AGREE = 0.35
 # 2-3.5x downscales 1.0-1.7 (one 4-frame set of noisy JPEGs 0.46-0.82). Above NOISE_CORNER_MAX
 # (corners over ~4x the noise variance) the extra noise is not named sensor noise.
 NOISE_CORNER_MAX = 0.6
+# Unpaired, the noisier side's chroma-to-luma detail ratio (log2) must be clearly higher by at
+# least this much for the chroma route (`chroma_says_noise`). Tune cameras: VOC photos (4:2:0
+# JPEGs) read 0.25 clean and 2.30 with sigma 5 (medians of 8 frames).
+CHROMA_NOISE_LOG2 = 0.5
+# A blur of one side also takes out its noise and chroma detail, and it moves the mid band
+# (1/8-1/4 cycles/pixel) relative to the reference band: sigma-2 blur of VOC photos by >= 0.6
+# decades, added noise (sigma 2-8) by < 0.1. The chroma route needs the mid band unmoved.
+CHROMA_NOISE_MID_MAX = 0.2
 RGB_PER_LUMA = 1.0 / math.sqrt(0.299 ** 2 + 0.587 ** 2 + 0.114 ** 2)
 
 # Compression. JPEG blockiness (mean |dx| across 8x8 block boundaries over elsewhere) of the
@@ -72,11 +80,31 @@ def noise_excess(hf: HighFreq) -> float | None:
             return sx
         if hf.basis == "distribution" and not hf.signal_top.clear:
             return sx  # raw powers carry scene differences; the noise-corrected shape does not differ
+    if hf.basis == "distribution" and chroma_says_noise(hf, sx):
+        return sx
     flat = hf.flat_excess()
     if (hf.basis == "pairs" and flat is not None and abs(flat) >= NOISE_MIN[hf.basis]
             and sx * flat > 0 and abs(sx) >= FLAT_AGREE * abs(flat)):
         return flat  # the flat-region estimate must point the same way and not be far smaller
     return None
+
+
+def chroma_says_noise(hf: HighFreq, signed: float) -> bool:
+    """Unpaired: the noisier side also carries clearly more chroma detail (CHROMA_NOISE_LOG2).
+
+    Noise drawn per channel is mostly chroma, while scenes keep most of their detail in luma, so
+    the chroma-to-luma detail ratio follows added noise whatever the scenes hold; the flat-region
+    noise of different scenes overlaps too much for the rank test on its own.
+
+    Args:
+        hf: the high-frequency comparison.
+        signed: noise excess (`HighFreq.noise_excess`), sim noisier positive.
+    """
+    c = hf.chroma
+    if abs(hf.bands[MID]) >= CHROMA_NOISE_MID_MAX:
+        return False  # the luma detail moved below the top bands: blur of the quieter side, not noise
+    return (c.clear and abs(signed) >= NOISE_MIN["distribution"] and abs(c.diff) >= CHROMA_NOISE_LOG2
+            and (c.diff > 0) == (signed > 0) and (hf.noise.diff > 0) == (signed > 0))
 
 
 def corners_are_noise(hf: HighFreq, signed: float) -> bool:
@@ -167,6 +195,20 @@ def _one_side_low_quality(hf: HighFreq) -> tuple[str, float] | None:
     return side, (QUALITY_MAX - quality) / QUALITY_GAP
 
 
+def _quieter_jpeg(hf: HighFreq) -> tuple[str, float] | None:
+    """Only one side is JPEG files, at QUALITY_MAX or under, and it is the quieter side by the
+    sensor-noise rule: JPEG quantization takes out the noise the other side still carries, so
+    the difference is compression, not extra noise on the lossless side."""
+    qs, qr = hf.jpeg_quality
+    if math.isfinite(qs) == math.isfinite(qr):
+        return None
+    side, quality = ("sim", qs) if math.isfinite(qs) else ("real", qr)
+    signed = noise_excess(hf)
+    if quality > QUALITY_MAX or signed is None or (signed > 0) == (side == "sim"):
+        return None
+    return side, (QUALITY_MAX + QUALITY_GAP - quality) / QUALITY_GAP
+
+
 def _subsampled(hf: HighFreq) -> tuple[str, float] | None:
     c = hf.chroma
     if not c.clear or abs(c.diff) < CHROMA_LOG2 or (hf.band_clear[TOP] and abs(hf.bands[TOP]) > CHROMA_LUMA_MAX):
@@ -183,9 +225,11 @@ def check_compression(ctx: Context) -> Finding | None:
         return None
     blocky, quality, sub = _blocky(hf), _low_quality(hf), _subsampled(hf)
     if noise_fires(hf):
-        # compression removes noise: the less noisy side being clearly blockier is still compression
+        # compression removes noise: the less noisy side being clearly blockier, or the only JPEG
+        # side, is still compression
         strong = blocky is not None and blocky[1] * BLOCK_RATIO >= BLOCK_STRONG
         blocky, sub = (blocky if strong else None), None
+        quality = quality or _quieter_jpeg(hf)
     found = quality or blocky or sub
     if found is None:
         return None
