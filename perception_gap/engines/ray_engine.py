@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'perception-gap[ray]' (or pip install 'ray[data]>=2.9')"
 MERGE_EVERY = 16  # shards per catalog transaction
-_TABLES = {"rgb_stats_job": "frame_stats", "depth_stats_job": "depth_stats"}
+_TABLES = {"rgb_stats_job": "frame_stats", "depth_stats_job": "depth_stats", "joint_stats_job": "joint"}
 
 
 def require_ray() -> Any:
@@ -73,19 +73,25 @@ def _tasks(batch: dict[str, Any]) -> list[list[tuple]]:
 def stats_task(batch: dict[str, Any], *, table: str, folder: str) -> dict[str, list]:
     """Ray task: each row's chunk through the local engine's statistics job, rows to a shard.
 
-    Returns per row: the shard path, the paths that changed since `index` (JSON), frames done.
+    Returns per row: the shard path(s, one a line), the paths that changed since `index` (JSON),
+    frames done. Table `joint`: `joint_stats_job`'s rows, a shard per table they go to.
     """
     from perception_gap.catalog.stats_cache import stats_table
-    from perception_gap.statistics.workers import depth_stats_job, rgb_stats_job
+    from perception_gap.statistics.workers import DEPTH, RGB, depth_stats_job, joint_stats_job, rgb_stats_job
 
-    job = rgb_stats_job if table == "frame_stats" else depth_stats_job
+    job = {"frame_stats": rgb_stats_job, "depth_stats": depth_stats_job, "joint": joint_stats_job}[table]
     out: dict[str, list] = {"shard": [], "changed": [], "n": [], "skipped": [], "error": []}
     for items in _tasks(batch):
         paths = {i[0]: i[1] for i in items}
         res = job(items)
-        done = [r for r in res if not (r[1] is None and r[2] is None)]
-        out["shard"].append(_write_shard(folder, table, stats_table(table, done)))
-        out["changed"].append(json.dumps([paths[h] for h, st, err in res if st is None and err is None]))
+        done = [r for r in res if not (r[-2] is None and r[-1] is None)]
+        if table == "joint":
+            shards = [_write_shard(folder, t, stats_table(t, [r[1:] for r in done if r[0] == kind]))
+                      for t, kind in (("frame_stats", RGB), ("depth_stats", DEPTH))]
+            out["shard"].append("\n".join(s for s in shards if s))
+        else:
+            out["shard"].append(_write_shard(folder, table, stats_table(table, done)))
+        out["changed"].append(json.dumps([paths[r[-3]] for r in res if r[-2] is None and r[-1] is None]))
         out["n"].append(len(done))
         out["skipped"].append(0)
         out["error"].append("")

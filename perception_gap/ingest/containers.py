@@ -16,7 +16,9 @@ back, yielding the requested frames as it passes them; it never seeks per frame.
 measure (statistics, embedding) decode through `verified_group`: the container's bytes must
 still hash to the container hash `index` recorded, and the file must not change during the
 pass, else its frames come back as changed (nothing is measured under their old hashes; see
-`perception_gap.ingest.changes`). Only regular files are read (`open_regular`).
+`perception_gap.ingest.changes`); `verified_container` does the same for several members of one
+file (a bag's colour and depth topics) with one hash and one pass. Only regular files are read
+(`open_regular`).
 """
 
 from __future__ import annotations
@@ -413,3 +415,59 @@ def verified_group(path: str, member: str, frames: list[Frame], *, arrays: bool 
             yield h, None if changed else frame
     finally:
         decoded.close()
+
+
+def _decode_container(path: Path, wanted: dict[str, list[int]], arrays: bool) -> Iterator[tuple[str, int, Any]]:
+    """(member, index, frame or FrameError) of several members of one container: the topics of a
+    ROS bag in one pass over it, other members one sequential pass each."""
+    if all(m.startswith(ROSBAG_PREFIX) for m in wanted):
+        from perception_gap.ingest.rosmsg import bag_topics_frames
+
+        n = len(ROSBAG_PREFIX)
+        for topic, i, frame in bag_topics_frames(path, {m[n:]: w for m, w in wanted.items()}):
+            yield ROSBAG_PREFIX + topic, i, frame
+        return
+    for member, w in wanted.items():
+        for i, frame in decode_members(path, member, w, arrays=arrays):
+            yield member, i, frame
+
+
+def verified_container(path: str, members: dict[str, list[Frame]], *, arrays: bool = False
+                       ) -> Iterator[tuple[str, str, Any]]:
+    """The frames of several members of one container (a bag's colour and depth topics), under
+    the container hash `index` recorded, the file hashed once and decoded in one pass.
+
+    As `verified_group` for each member: a frame whose recorded container hash differs, or every
+    frame not yet yielded once the file is unreadable or changes (device, inode, size or mtime)
+    during the pass, comes back with frame None (changed since `index`, not to be measured).
+
+    Yields:
+        (member, content hash, frame or FrameError or None), frames in the container's order
+        (the frames that cannot be measured under their recorded hash first).
+    """
+    try:
+        actual, sig = hash_file(Path(path))
+    except FrameError:
+        actual, sig = None, None  # unreadable now, readable at `index`: changed (re-indexing says why)
+    todo: dict[tuple[str, int], list[str]] = {}
+    for member, frames in members.items():
+        for h, i, expected in frames:
+            if actual is None or expected != actual:
+                yield member, h, None
+            else:
+                todo.setdefault((member, i), []).append(h)
+    wanted: dict[str, list[int]] = {}
+    for member, i in sorted(todo):
+        wanted.setdefault(member, []).append(i)
+    decoded = _decode_container(Path(path), wanted, arrays)
+    try:
+        for member, i, frame in decoded:
+            if _current(Path(path)) != sig:
+                break
+            for h in todo.pop((member, i), ()):
+                yield member, h, frame
+    finally:
+        decoded.close()
+    for (member, _), hashes in todo.items():  # the file changed during the pass
+        for h in hashes:
+            yield member, h, None

@@ -278,30 +278,52 @@ def bag_frames(path: Path, topic: str, wanted: list[int]) -> Iterator[tuple[int,
         (index, frame or FrameError); a failure to read the bag fails every wanted frame not yet
         yielded, and wanted indices past the topic's end are reported missing.
     """
-    seen = -1
+    for _, i, frame in bag_topics_frames(path, {topic: wanted}):
+        yield i, frame
+
+
+def bag_topics_frames(path: Path, wanted: dict[str, list[int]]) -> Iterator[tuple[str, int, Any]]:
+    """Decode the wanted messages (ascending indices per topic) of several topics in one pass
+    over the bag, in its order: a colour and a depth topic read together (`bag_frames` for one).
+
+    Yields:
+        (topic, index, frame or FrameError); a failure to read the bag fails every wanted frame
+        not yet yielded, and wanted indices past a topic's end are reported missing. The pass
+        stops once every topic's last wanted message is passed.
+    """
+    wanted = {t: list(w) for t, w in wanted.items() if w}
+    seen = dict.fromkeys(wanted, -1)
     try:
         reader = open_bag(path)
     except FrameError as e:
-        for i in wanted:
-            yield i, e
+        for t, w in wanted.items():
+            for i in w:
+                yield t, i, e
         return
     try:
         with closing(reader):
             msgtypes = {c.topic: c.msgtype for c in reader.connections}
-            for _, i, _, msg in topic_messages(reader, [topic], {topic: set(wanted)}):
-                seen = i
+            left = set(wanted)
+            for t, i, _, msg in topic_messages(reader, list(wanted), {k: set(w) for k, w in wanted.items()}):
+                if t not in left:
+                    continue
+                seen[t] = i
                 if msg is not None:
                     try:
-                        yield i, message_frame(msg, msgtypes[topic])
+                        yield t, i, message_frame(msg, msgtypes[t])
                     except FrameError as e:
-                        yield i, e
-                if i >= wanted[-1]:
-                    return
+                        yield t, i, e
+                if i >= wanted[t][-1]:
+                    left.discard(t)
+                    if not left:
+                        return
     except FrameError as e:
-        for i in wanted:
-            if i > seen:
-                yield i, e
+        for t, w in wanted.items():
+            for i in w:
+                if i > seen[t]:
+                    yield t, i, e
         return
-    for i in wanted:
-        if i > seen:
-            yield i, FrameError(f"message {i} is missing from topic {topic} ({seen + 1} messages)")
+    for t, w in wanted.items():
+        for i in w:
+            if i > seen[t]:
+                yield t, i, FrameError(f"message {i} is missing from topic {t} ({seen[t] + 1} messages)")

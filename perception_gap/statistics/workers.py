@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from perception_gap.errors import FrameError  # noqa: E402
-from perception_gap.ingest.containers import RGB8Frame, group_sources, verified_group  # noqa: E402
+from perception_gap.ingest.containers import RGB8Frame, group_sources, verified_container, verified_group  # noqa: E402
 from perception_gap.ingest.entries import content_hash  # noqa: E402
 from perception_gap.ingest.frames import decode_depth, decode_rgb, read_bytes  # noqa: E402
 from perception_gap.statistics.depth import DepthStats, depth_stats
@@ -167,6 +167,8 @@ def _depth_stats(h: str, frame: Any) -> tuple[str, DepthStats | None, str | None
         return h, None, None
     if isinstance(frame, FrameError):
         return h, None, str(frame)
+    if isinstance(frame, RGB8Frame):
+        frame = Image.fromarray(frame.array)
     if isinstance(frame, Image.Image) and frame.mode == "RGB":  # a depth video's frame: grey, R = G = B
         frame = frame.convert("L")
     try:
@@ -194,4 +196,30 @@ def depth_stats_job(items: list[tuple]) -> list[tuple[str, DepthStats | None, st
             out.append((h, None, str(e)))
         except (ValueError, MemoryError) as e:
             out.append((h, None, f"cannot compute depth statistics: {e}"))
+    return out
+
+
+RGB, DEPTH = "rgb", "depth"  # the kinds of `joint_stats_job`'s items: statistics table they go to
+
+
+def joint_stats_job(items: list[tuple]) -> list[tuple[str, str, ImageStats | DepthStats | None, str | None]]:
+    """[(hash, container path, member, index, container hash, kind)], kind `RGB` or `DEPTH` ->
+    [(kind, hash, stats or None, skip reason or None)].
+
+    The colour frames and depth maps that live in the same containers (a ROS bag's colour and
+    depth topics): each container is hashed once and decoded in one pass for both kinds
+    (`perception_gap.ingest.containers.verified_container`), where `rgb_stats_job` and
+    `depth_stats_job` would each hash it and read it. Results as theirs: (kind, hash, None,
+    None) for a frame whose container changed since `index`.
+    """
+    kinds: dict[tuple[str, str], str] = {}
+    by_path: dict[str, dict[str, list[tuple[str, int, str | None]]]] = {}
+    for h, path, member, index, container_hash, kind in items:
+        kinds[(member, h)] = kind
+        by_path.setdefault(path, {}).setdefault(member, []).append((h, int(index), container_hash))
+    out = []
+    for path, members in by_path.items():
+        for member, h, frame in verified_container(path, members, arrays=True):
+            kind = kinds[(member, h)]
+            out.append((kind,) + (_rgb_stats(h, frame) if kind == RGB else _depth_stats(h, frame)))
     return out

@@ -22,7 +22,7 @@ from perception_gap.statistics.depth import DepthStats, parse_depth_unit
 from perception_gap.statistics.image import ImageStats
 from perception_gap.statistics.records import FrameRecord, SetRecords
 from perception_gap.statistics.summary import summarize_set
-from perception_gap.statistics.workers import depth_stats_job, rgb_stats_job, worker_init
+from perception_gap.statistics.workers import DEPTH, RGB, depth_stats_job, joint_stats_job, rgb_stats_job, worker_init
 from perception_gap.version import __version__
 
 log = logging.getLogger(__name__)
@@ -71,17 +71,49 @@ class StatsPass:
 
 def _chunks(items: list[tuple]) -> list[list[tuple]]:
     """Worker tasks: files CHUNK at a time; the frames of one container always in one task, so each
-    container is decoded in one sequential pass (items come sorted by container and index)."""
+    container is decoded in one sequential pass (items come sorted by container and index; the
+    items of `joint_stats_job`, tagged with their kind, by container alone)."""
     chunks: list[list[tuple]] = []
     files: list[tuple] = []
     for item in items:
         if len(item) > 2 and item[2] is not None:
-            if not (chunks and chunks[-1][0][1:3] == item[1:3]):
+            key = 2 if len(item) > 5 else 3  # a joint item: all members of its container together
+            if not (chunks and chunks[-1][0][1:key] == item[1:key] and len(chunks[-1][0]) == len(item)):
                 chunks.append([])
             chunks[-1].append(item)
         else:
             files.append(item)
     return [files[i : i + CHUNK] for i in range(0, len(files), CHUNK)] + chunks
+
+
+def joint_items(rgb: list[tuple], depth: list[tuple]) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """(joint items, other colour items, other depth items): the colour frames and depth maps of the
+    containers that hold both (a ROS bag's colour and depth topics), in different members, go to
+    `joint_stats_job` tagged `RGB` or `DEPTH` and sorted by container then index, so each such
+    container is hashed once and read in one pass for both."""
+    def members(items: list[tuple]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for item in items:
+            if len(item) > 2 and item[2] is not None:
+                out.setdefault(item[1], set()).add(item[2])
+        return out
+
+    m_rgb, m_depth = members(rgb), members(depth)
+    both = {p for p in m_rgb.keys() & m_depth.keys() if not m_rgb[p] & m_depth[p]}
+    if not both:
+        return [], rgb, depth
+    joint = [i + (RGB,) for i in rgb if i[1] in both] + [i + (DEPTH,) for i in depth if i[1] in both]
+    joint.sort(key=lambda i: (i[1], i[3], i[2], i[0]))
+    return joint, [i for i in rgb if i[1] not in both], [i for i in depth if i[1] not in both]
+
+
+def _joint_writer(catalog: Catalog) -> Callable[[list[tuple]], None]:
+    """Write `joint_stats_job`'s (kind, hash, stats, error) rows to the table of their kind."""
+    def write(rows: list[tuple]) -> None:
+        catalog.write_image_stats([r[1:] for r in rows if r[0] == RGB])
+        catalog.write_depth_stats([r[1:] for r in rows if r[0] == DEPTH])
+
+    return write
 
 
 def _run_jobs(job: Callable, items: list[tuple], write: Callable, workers: int,
@@ -116,11 +148,12 @@ def _run_jobs(job: Callable, items: list[tuple], write: Callable, workers: int,
         results = pool.map(job, chunks)
     try:
         for res in results:
-            for h, st, err in res:
+            for row in res:  # (h, st, err), or (kind, h, st, err) from `joint_stats_job`
+                h, st, err = row[-3:]
                 if st is None and err is None:  # changed since `index`: nothing cached under h
                     changed.append(paths[h])
                 else:
-                    pending.append((h, st, err))
+                    pending.append(row)
             if len(pending) >= WRITE_EVERY:
                 flush()
         flush()
@@ -150,10 +183,12 @@ def compute_stats(catalog: Catalog, set_names: list[str], *, workers: int | None
         total = len(rgb) + len(depth)
         if not total:
             break
-        done, changed = _run_jobs_(rgb_stats_job, rgb, catalog.write_image_stats, workers, progress, 0, total)
+        joint, rgb, depth = joint_items(rgb, depth)
+        done, changed = _run_jobs_(joint_stats_job, joint, _joint_writer(catalog), workers, progress, 0, total)
+        done, changed_rgb = _run_jobs_(rgb_stats_job, rgb, catalog.write_image_stats, workers, progress, done, total)
         done, changed_depth = _run_jobs_(depth_stats_job, depth, catalog.write_depth_stats, workers, progress, done, total)
-        computed += total - len(changed) - len(changed_depth)
-        changed += changed_depth
+        changed += changed_rgb + changed_depth
+        computed += total - len(changed)
         if not changed:
             break
         if round_ == ROUNDS:
