@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +17,10 @@ from PIL import Image
 pytest.importorskip("rosbags")
 from rosbags.highlevel import AnyReader
 
-import perception_gap.ingest.containers as containers
 import tests.test_rosbag as tb
 from perception_gap.catalog import Catalog
 from perception_gap.engines.ray_engine import stats_task
+from perception_gap.ingest import containers
 from perception_gap.ingest.rosbag import index_rosbag
 from perception_gap.statistics.depth import depth_stats
 from perception_gap.statistics.image import image_stats_pil
@@ -135,14 +136,8 @@ def test_a_bag_changed_after_index_is_refused_by_the_joint_pass(tmp_path, kind):
     os.utime(storage, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same mtime: only the hash tells
     assert [r[2:] for r in joint_stats_job(joint)] == [(None, None)] * 7  # nothing measured under old hashes
     # through `stats`: the changed bag is re-indexed, then measured under its new hashes
-    os.remove(bag) if bag.is_file() else None
-    if kind == "ros1":
-        tb.write_bag(bag, kind, colour=[tb.COLOUR[1], tb.COLOUR[0]] + tb.COLOUR[2:])
-    else:
-        storage.unlink()
-        (bag / "metadata.yaml").unlink()
-        bag.rmdir()
-        tb.write_bag(bag, kind, colour=[tb.COLOUR[1], tb.COLOUR[0]] + tb.COLOUR[2:])
+    os.remove(bag) if kind == "ros1" else shutil.rmtree(bag)
+    tb.write_bag(bag, kind, colour=[tb.COLOUR[1], tb.COLOUR[0]] + tb.COLOUR[2:])  # two frames swapped
     with Catalog(db) as cat, cat.session():
         old = {r[0] for r in cat.con.execute("SELECT content_hash FROM frames").fetchall()}
         late = compute_stats(cat, ["real"], workers=1)
@@ -155,7 +150,7 @@ def test_a_bag_changed_after_index_is_refused_by_the_joint_pass(tmp_path, kind):
 
 
 def test_a_bag_that_changes_during_the_joint_pass_measures_nothing_after_the_change(tmp_path, monkeypatch):
-    bag, db = _indexed(tmp_path, "MCAP")
+    _, db = _indexed(tmp_path, "MCAP")
     with Catalog(db) as cat:
         joint = joint_items(cat.hashes_needing_stats(["real"]), cat.hashes_needing_depth_stats(["real"]))[0]
     real, n = containers._current, []
@@ -172,7 +167,7 @@ def test_a_bag_that_changes_during_the_joint_pass_measures_nothing_after_the_cha
 
 
 def test_ray_task_writes_the_joint_rows_to_both_tables(tmp_path):
-    bag, db = _indexed(tmp_path, "SQLITE3")
+    _, db = _indexed(tmp_path, "SQLITE3")
     with Catalog(db) as cat, cat.session():
         joint = joint_items(cat.hashes_needing_stats(["real"]), cat.hashes_needing_depth_stats(["real"]))[0]
         out = stats_task({"task": [json.dumps(joint)]}, table="joint", folder=str(tmp_path / "shards"))
