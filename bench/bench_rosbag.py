@@ -7,7 +7,8 @@ on a second topic, indexed with `--depth-topic`), then times in CPU seconds of t
 
 - `list`: `scan_rosbag` alone (reads the bag's messages of the topics: what `index` lists);
 - `index`: `index_rosbag` into a fresh catalog (lists the topics, then hashes the bag's bytes);
-- `stats`: `compute_stats` after it (one verified sequential pass, every frame's statistics);
+- `stats`: `compute_stats` after it (one verified pass per storage file for both topics, every
+  frame's statistics);
 - the bare read: `AnyReader` over the topics, every message deserialized and turned into an
   array.
 

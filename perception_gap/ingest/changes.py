@@ -7,7 +7,8 @@ frames (in every set that lists the file) are read again like `index` reads them
 size, mtime, header), and the stage measures the new content under its own hash.
 
 A frame inside a container (a video, a LeRobot Parquet file, an HDF5 file, a ROS bag) is verified through
-its container's hash (`perception_gap.ingest.containers.verified_group`); a changed container
+its container's hash (`verified_group`, or `verified_container`
+for a bag's colour and depth topics together, `perception_gap.ingest.containers`); a changed container
 re-indexes every frame of it the set holds: the set's source (`video:`, `lerobot:` or `hdf5:`)
 (or `rosbag:`) is listed again as `index` lists it, and its entries in that container are read again (new
 container hash, so new frame hashes). A frame the new listing no longer holds is skipped with
