@@ -33,6 +33,9 @@ DEFAULT_N_COMPONENTS = 32
 # Noise floor: halves by episode when there are at least this many episodes.
 MIN_FLOOR_EPISODES = 4
 CENTROID_N_BOOT = 1_000
+# Bootstrap replicates are computed a chunk at a time: (chunk, units, k) temporaries of at most
+# this many float64 elements (16 MB).
+BOOT_CHUNK_ELEMENTS = 2_000_000
 
 
 def scaled_distance(mean_sim: np.ndarray, mean_real: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
@@ -233,8 +236,7 @@ def centroid_distance_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_
         sum_s, cnt_s, min_s, max_s = unit_stats(z_sim, units.sim, g)
         sum_r, cnt_r, min_r, max_r = unit_stats(z_real, units.real, g)
         boot_rng = np.random.default_rng(draw_seed(rng))
-        # replicates in chunks, so the (chunk, G, k) temporaries stay under ~16 MB whatever G
-        step = max(1, 2_000_000 // (g * k))
+        step = max(1, BOOT_CHUNK_ELEMENTS // (g * k))  # replicates per chunk
         for c in range(0, n_boot, step):
             weights = np.stack([unit_weights(units, boot_rng) for _ in range(min(step, n_boot - c))])
             reps[c:c + len(weights)] = bootstrap_norms(weights.astype(np.float64), (sum_s, cnt_s, min_s, max_s),
