@@ -33,6 +33,9 @@ DEFAULT_N_COMPONENTS = 32
 # Noise floor: halves by episode when there are at least this many episodes.
 MIN_FLOOR_EPISODES = 4
 CENTROID_N_BOOT = 1_000
+# Bootstrap replicates are computed a chunk at a time: (chunk, units, k) temporaries of at most
+# this many float64 elements (16 MB).
+BOOT_CHUNK_ELEMENTS = 2_000_000
 
 
 def scaled_distance(mean_sim: np.ndarray, mean_real: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
@@ -159,6 +162,37 @@ def unit_stats(z: np.ndarray, labels: np.ndarray, g: int) -> tuple[np.ndarray, n
     return full
 
 
+def bootstrap_norms(weights: np.ndarray, sim: tuple[np.ndarray, ...], real: tuple[np.ndarray, ...], k: int
+                    ) -> np.ndarray:
+    """`value_norm` of each bootstrap replicate, all replicates at once (NaN where a side drew no frame).
+
+    Args:
+        weights: (B, G) times each unit is drawn, one row per replicate.
+        sim, real: `unit_stats` of each side over the G units (sums, counts, minima, maxima).
+        k: kept components.
+
+    Returns:
+        (B,) normalized distances: replicate b's centroids are its weighted unit sums over its
+        weighted counts, its min-max range the extremes of the units it drew (weight > 0). Callers
+        pass B in chunks: the temporaries are (B, G, k).
+    """
+    sum_s, cnt_s, min_s, max_s = sim
+    sum_r, cnt_r, min_r, max_r = real
+    tot_s, tot_r = weights @ cnt_s, weights @ cnt_r
+    ok = (tot_s > 0) & (tot_r > 0)  # a paired draw can miss one side's own blocks
+    out = np.full(len(weights), np.nan)
+    b = np.flatnonzero(ok)
+    w = weights[b]
+    sel = (w > 0)[:, :, None]
+    lo = np.where(sel, np.minimum(min_s, min_r), np.inf).min(axis=1)
+    hi = np.where(sel, np.maximum(max_s, max_r), -np.inf).max(axis=1)
+    diff_mean = (w @ sum_s) / tot_s[b, None] - (w @ sum_r) / tot_r[b, None]
+    span = hi - lo
+    diff = np.where(span > 0, diff_mean / np.where(span > 0, span, 1.0), 0.0)
+    out[b] = np.minimum(1.0, np.sqrt(np.sum(diff * diff, axis=1)) / math.sqrt(k))
+    return out
+
+
 def centroid_distance_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[Hashable] | None = None,
                          episodes_real: Sequence[Hashable] | None = None, n_components: int = DEFAULT_N_COMPONENTS,
                          n_boot: int = CENTROID_N_BOOT, ci: float = 0.95,
@@ -202,16 +236,11 @@ def centroid_distance_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_
         sum_s, cnt_s, min_s, max_s = unit_stats(z_sim, units.sim, g)
         sum_r, cnt_r, min_r, max_r = unit_stats(z_real, units.real, g)
         boot_rng = np.random.default_rng(draw_seed(rng))
-        for b in range(n_boot):
-            w = unit_weights(units, boot_rng).astype(np.float64)
-            tot_s, tot_r = w @ cnt_s, w @ cnt_r
-            if tot_s == 0 or tot_r == 0:  # a paired draw can miss one side's own blocks
-                reps[b] = np.nan
-                continue
-            sel = w > 0
-            lo = np.minimum(min_s[sel].min(axis=0), min_r[sel].min(axis=0))
-            hi = np.maximum(max_s[sel].max(axis=0), max_r[sel].max(axis=0))
-            reps[b] = normed(scaled_distance((w @ sum_s) / tot_s, (w @ sum_r) / tot_r, lo, hi), k)
+        step = max(1, BOOT_CHUNK_ELEMENTS // (g * k))  # replicates per chunk
+        for c in range(0, n_boot, step):
+            weights = np.stack([unit_weights(units, boot_rng) for _ in range(min(step, n_boot - c))])
+            reps[c:c + len(weights)] = bootstrap_norms(weights.astype(np.float64), (sum_s, cnt_s, min_s, max_s),
+                                                       (sum_r, cnt_r, min_r, max_r), k)
     reps = reps[np.isfinite(reps)]
     estimate = normed(value, k)
     low, high, bias = centred_ci(reps, estimate, level)

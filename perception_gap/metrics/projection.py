@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.decomposition import PCA
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
 
 from perception_gap.metrics.validation import CHUNK_ROWS, draw_seed
 
@@ -91,6 +92,23 @@ def pca_solver(n: int, d: int) -> str:
     return "randomized"
 
 
+def fit_pca(x: np.ndarray, k: int, seed: int, *, scores: bool = False) -> tuple[PCA, np.ndarray | None]:
+    """sklearn PCA(k) fitted on x (N, D) float64 (`copy=False`: x may be centred in place), on one BLAS thread.
+
+    Returns the fitted PCA and, with `scores`, its `fit_transform` of x (N, k) (else None).
+
+    The exact solvers' cost is one symmetric eigendecomposition (or SVD): LAPACK runs it as a
+    long chain of small steps, and a second BLAS thread spin-waiting for a busy core made the
+    816-D fit ~10x dearer in CPU time on a loaded 2-core machine (1.7 vs 0.15 CPU s; bench/README.md,
+    bench_run.py). One thread changes the result only by rounding.
+    """
+    pca = PCA(n_components=k, copy=False, svd_solver=pca_solver(*x.shape), random_state=seed)
+    with threadpool_limits(limits=1, user_api="blas"):
+        if scores:
+            return pca, pca.fit_transform(x)
+        return pca.fit(x), None
+
+
 @dataclass(frozen=True)
 class Projection:
     """A fitted standardize -> PCA map, folded into one affine map x @ weights - offset."""
@@ -127,7 +145,7 @@ def fit_projection(sides: list[Rows], n_components: int, rng: np.random.Generato
     d = x.shape[1]
     k0 = min(n_components, d, n - 1, len(x) - 1)
     with np.errstate(divide="ignore", invalid="ignore"):  # all-constant data: 0 / 0 variance ratios
-        pca = PCA(n_components=k0, copy=False, svd_solver=pca_solver(*x.shape), random_state=draw_seed(rng)).fit(x)
+        pca, _ = fit_pca(x, k0, draw_seed(rng))
         ratio = np.nan_to_num(pca.explained_variance_ratio_, nan=0.0)
     keep = ratio > RANK_TOL
     comps = pca.components_[keep]

@@ -16,13 +16,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 import numpy as np
-from sklearn.decomposition import PCA
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits
 
 from perception_gap.errors import InsufficientData
-from perception_gap.metrics.projection import MAX_N_COMPONENTS, Rows, gather_rows, pca_solver, standardize_inplace
+from perception_gap.metrics.projection import MAX_N_COMPONENTS, Rows, fit_pca, gather_rows, standardize_inplace
 from perception_gap.metrics.resampling import (
     check_pairs,
     cluster_keys,
@@ -113,8 +112,7 @@ def domain_auc(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Seque
     standardize_inplace(x)
     k = min(n_components, x.shape[1], len(x) - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        pca = PCA(n_components=k, copy=False, svd_solver=pca_solver(*x.shape), random_state=draw_seed(rng))
-        feats = pca.fit_transform(x)  # handles x centred in place by copy=False
+        _, feats = fit_pca(x, k, draw_seed(rng), scores=True)  # fit_transform: x may be centred in place
     del x
     oof = np.empty(len(y))
     # One BLAS thread for the fits: an L-BFGS step is two (N x k) matrix-vector products,

@@ -11,6 +11,7 @@ import logging
 from typing import Any, Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from perception_gap import probes
 from perception_gap.catalog import Catalog
@@ -84,7 +85,8 @@ def _pca_2d(emb_s: np.ndarray, emb_r: np.ndarray, random_state: int) -> dict[str
     sd = x.std(0)
     x /= np.where(sd > 0, sd, 1.0)
     pca = PCA(n_components=2, random_state=random_state)
-    xy = pca.fit_transform(x)
+    with threadpool_limits(limits=1, user_api="blas"):  # small fit: a second thread only spin-waits
+        xy = pca.fit_transform(x)
     return {"sim": np.round(xy[: len(i_s)], 4).tolist(), "real": np.round(xy[len(i_s):], 4).tolist(),
             "explained_variance": np.round(np.nan_to_num(pca.explained_variance_ratio_, nan=0.0), 4).tolist()}
 
