@@ -23,7 +23,6 @@ A report, not a test: exits 0 whatever the figures, printing PASS/FAIL against t
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -117,7 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="pg_bench_embed_") as tmp:
         tmp_dir = Path(tmp)
         files = make_frames(tmp_dir / "a", args.n, "jpg")
-        more = make_frames(tmp_dir / "b", args.n, "jpg", seed=1)
         before = bare_forward(args.encoder, files, args.batch_size)
         db = tmp_dir / "e2e.duckdb"
         _index(tmp_dir / "a", db)

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
+from test_plumbing import image_set, run
 
 from perception_gap.diagnoses.common import DIST_ALPHA, DIST_MIN_FRAMES, dist_clear, dist_z, rank_p
-from test_plumbing import image_set, run
 
 
 def test_min_frames_is_where_the_exact_test_can_first_reach_alpha():

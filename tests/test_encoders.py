@@ -250,7 +250,7 @@ def test_lite_stem_batchnorm_statistics_pick_minus_one_to_one_scaling(lite0, sha
     imgs = [_load_rgb(p) for p in paths]
     model = lite0._model
     keep = model.bn1.running_var > 1e-4
-    rm, rv = model.bn1.running_mean[keep], model.bn1.running_var[keep]
+    rv = model.bn1.running_var[keep]
 
     def mismatch(mean, std) -> float:
         p = Preprocessing(size=(224, 224), interpolation="bicubic", resize_mode="shortest",

@@ -13,8 +13,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perception_gap.errors import FrameError, InputError
-from perception_gap.ingest.containers import VIDEO_EXTS, VIDEO_MEMBER, ContainerFile, ContainerFrame, frame_path, probe_video
-from perception_gap.ingest.entries import FrameEntry, IndexReport, Progress, index_entries, validate_domain, validate_set_name
+from perception_gap.ingest.containers import (
+    VIDEO_EXTS,
+    VIDEO_MEMBER,
+    ContainerFile,
+    ContainerFrame,
+    frame_path,
+    probe_video,
+)
+from perception_gap.ingest.entries import (
+    FrameEntry,
+    IndexReport,
+    Progress,
+    index_entries,
+    validate_domain,
+    validate_set_name,
+)
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
     from perception_gap.catalog import Catalog
