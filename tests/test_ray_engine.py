@@ -189,16 +189,18 @@ def test_unreachable_address_is_a_one_line_error_at_once(frames, tmp_path, capsy
 
 
 def test_drift_with_the_ray_engine_gates_as_the_local_engine(ray_session, frames, local_db, tmp_path):
+    """Statistics gates only (`--encoders none`): the embedding runner is the one `embed` and
+    `run` use, tested above; a second encoder actor pool would add ~30 s here."""
     db = _indexed(frames, tmp_path / "c.duckdb")
-    args = ["drift", "--baseline", "sim", "--current", "real", "--encoders", "pixel", "--device", "cpu", "-q"]
+    cfg = tmp_path / "gates.toml"
+    cfg.write_text("[bootstrap]\nn_boot = 100\n")
+    args = ["drift", "--baseline", "sim", "--current", "real", "--encoders", "none", "--config", str(cfg), "-q"]
     res = {}
     for name, cat, extra in (("ray", db, ["--engine", "ray"]), ("local", local_db, [])):
         out = tmp_path / f"{name}.json"
         assert cli.main([*args, "--db", str(cat), "--out", str(tmp_path / name), "--json", str(out), *extra]) in (0, 1)
         res[name] = {g["name"]: g for g in json.loads(out.read_text())["drift"]["gates"]}
-    assert res["ray"].keys() == res["local"].keys() and "domain_auc" in res["ray"]
-    for name, g in res["local"].items():
-        assert res["ray"][name]["status"] == g["status"], name
-        assert res["ray"][name]["value"] == pytest.approx(g["value"], rel=1e-4, abs=1e-6), name
-    assert _rows(db, STATS_SQL.format("frame_stats")) == _rows(local_db, STATS_SQL.format("frame_stats"))
+    assert res["ray"] == res["local"] and {"format", "channel_shift", "depth_dropout"} <= res["ray"].keys()
+    for table in ("frame_stats", "depth_stats"):
+        assert _rows(db, STATS_SQL.format(table)) == _rows(local_db, STATS_SQL.format(table))
     assert not list(shard_dir(db).glob("*"))
