@@ -77,7 +77,7 @@ def merge_policies(src: Path, tmp: Path, n: int) -> dict[str, float]:
     from perception_gap.engines.ray_engine import MERGE_EVERY, MERGE_FRAMES, TASK_FRAMES
 
     con = duckdb.connect(str(src), read_only=True)
-    rows = con.execute("SELECT * FROM frame_stats").to_arrow_table()
+    rows = con.sql("SELECT * FROM frame_stats").to_arrow_table()
     con.close()
     big = pa.concat_tables([rows] * -(-n // rows.num_rows)).slice(0, n)
     big = big.set_column(big.schema.get_field_index("content_hash"), "content_hash",
