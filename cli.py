@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     _model_options(sc, "where the models run")
     sc.set_defaults(func=_command("screen"))
 
-    dr = sub.add_parser("drift", parents=[common], help="drift check of new frames against a stored baseline",
+    dr = sub.add_parser("drift", parents=[common, engine], help="drift check of new frames against a stored baseline",
                         description="Gate new frames (--current) against a baseline set: format, per-channel shifts "
                                     "in stops, sharpness, depth dropout, embedding distance over the baseline's own "
                                     "noise floor, domain AUC, detector AP. Thresholds from --config (TOML; defaults in "

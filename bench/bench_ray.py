@@ -6,11 +6,16 @@ indexes them into a fresh catalog per configuration, then times the statistics p
   local, 1 worker | local, 2 workers | ray, 1 worker | ray, 2 workers
 on one local Ray instance (started once, outside the timings). The local embedding pass runs its
 model in this process (decoding on 2 threads); the ray one in 1 or 2 encoder actors. Also times
-the driver's shard merges, the one serial part of the ray engine. Same-run ratios are printed;
-on a loaded machine read them, not the absolute figures. Prints a final REPORT line.
+the driver's shard merges, the one serial part of the ray engine, and then merges alone at
+scale (`--merge-frames`, default 20,000 statistics rows: the measured rows repeated under new
+content hashes) under the old policy (32-frame shards, 16 a statement) and the engine's
+(TASK_FRAMES-frame shards, MERGE_FRAMES frames a statement), same run, fresh catalogs.
+Same-run ratios are printed; on a loaded machine read them, not the absolute figures. Prints a
+final REPORT line.
 
     python bench/bench_ray.py                       # 400 frames, pixel encoder, ~2-4 min loaded
     python bench/bench_ray.py --n 1000 --encoder efficientnet-lite0
+    python bench/bench_ray.py --n 100 --merge-frames 100000   # mostly the merge model
 """
 
 from __future__ import annotations
@@ -62,10 +67,42 @@ def one(frames: Path, db: Path, encoder: str, workers: int, engine: object | Non
     return {"stats": t1 - t0, "embed": t2 - t1, "merge": merge[0]}
 
 
+def merge_policies(src: Path, tmp: Path, n: int) -> dict[str, float]:
+    """Driver seconds to merge `n` statistics rows (those of `src` repeated under new hashes)
+    written as shards, per policy: (rows per shard, shards per merge statement)."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from perception_gap.engines.ray_engine import MERGE_EVERY, MERGE_FRAMES, TASK_FRAMES
+
+    con = duckdb.connect(str(src), read_only=True)
+    rows = con.sql("SELECT * FROM frame_stats").to_arrow_table()
+    con.close()
+    big = pa.concat_tables([rows] * -(-n // rows.num_rows)).slice(0, n)
+    big = big.set_column(big.schema.get_field_index("content_hash"), "content_hash",
+                         pa.array([f"{i:064x}" for i in range(n)]))
+    out = {}
+    for name, per, every in (("old", 32, 16), ("new", TASK_FRAMES, min(MERGE_EVERY, MERGE_FRAMES // TASK_FRAMES))):
+        folder = tmp / f"merge_{name}"
+        folder.mkdir()
+        files = []
+        for i in range(0, n, per):
+            files.append(str(folder / f"frame_stats-{i:09d}.parquet"))
+            pq.write_table(big.slice(i, per), files[-1])
+        with Catalog(tmp / f"merge_{name}.duckdb") as cat:
+            t = time.perf_counter()
+            added = sum(cat.merge_shards(files[i : i + every]) for i in range(0, len(files), every))
+            out[name] = time.perf_counter() - t
+        assert added == n, (added, n)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=400, help="frames (default 400)")
     ap.add_argument("--encoder", default="pixel", help="encoder (default pixel)")
+    ap.add_argument("--merge-frames", type=int, default=20_000, help="rows for the merge policies (default 20,000)")
     args = ap.parse_args()
     import ray
 
@@ -92,6 +129,7 @@ def main() -> None:
                       f"embed {r['embed']:6.2f}s ({args.n / r['embed']:6.1f} frames/s)  shard merges {r['merge']:.2f}s",
                       flush=True)
         ray.shutdown()
+        merges = merge_policies(tmp_dir / "ray_2.duckdb", tmp_dir, args.merge_frames)
     lo1, lo2, r1, r2 = (results[k] for k in ("local 1", "local 2", "ray 1", "ray 2"))
     print(f"scaling 1 -> 2 workers: local statistics {lo1['stats'] / lo2['stats']:.2f}x, "
           f"ray statistics {r1['stats'] / r2['stats']:.2f}x, ray embed {r1['embed'] / r2['embed']:.2f}x")
@@ -99,8 +137,11 @@ def main() -> None:
           f"embed {r2['embed'] / lo2['embed']:.2f}x")
     per = {k: 1000 * 2 * (v["stats"] + v["embed"]) / args.n for k, v in (("local", lo2), ("ray", r2))}
     merge_ms = 1000 * r2["merge"] / args.n
+    old, new = (1000 * merges[k] / args.merge_frames for k in ("old", "new"))
+    print(f"merges alone, {args.merge_frames} statistics rows: 32-frame shards x 16 a statement {old:.3f} ms/frame, "
+          f"the engine's shards and batches {new:.3f} ms/frame ({old / new:.1f}x less)")
     print(f"REPORT per frame, 2 workers (core-ms): local {per['local']:.1f}, ray {per['ray']:.1f}; "
-          f"driver merge {merge_ms:.2f} ms/frame (serial)")
+          f"driver merge {merge_ms:.2f} ms/frame in the run (serial), {new:.3f} ms/frame at {args.merge_frames} rows")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ except the test of the one-line error that `--engine ray` gives then.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -128,19 +130,23 @@ def test_rerun_after_a_partial_shard_set_adds_only_what_is_missing(ray_session, 
         todo = cat.hashes_needing_stats(["sim", "real"])
         n_depth = len(cat.hashes_needing_depth_stats(["sim", "real"]))
     # a run that died: one task's shard written (the first 5 frames), and written twice (a retried task)
-    res = stats_task({"task": [json.dumps(todo[:5])]}, table="frame_stats", folder=str(folder))
+    res = stats_task({"task": [json.dumps([todo[:5]])]}, table="frame_stats", folder=str(folder))
     (shard,) = res["shard"]
     shutil.copy(shard, folder / "frame_stats-retried.parquet")
-    (folder / "frame_stats-dead.parquet.tmp").write_bytes(b"half a shard")  # a killed writer's leftover
+    dead, live = folder / "frame_stats-dead.parquet.tmp", folder / "frame_stats-live.parquet.tmp"
+    dead.write_bytes(b"half a shard")  # a killed writer's leftover, from before the run ...
+    os.utime(dead, (time.time() - 3600, time.time() - 3600))
+    live.write_bytes(b"being written")  # ... and one a task may still be writing: kept
     with Catalog(db) as cat, RayEngine(cat, workers=2) as eng:
         assert eng.merged == 5  # both copies merged, each row once
+        assert eng.removed == 1 and not dead.exists() and live.exists()
         assert len(cat.hashes_needing_stats(["sim", "real"])) == len(todo) - 5
         done = compute_stats(cat, ["sim", "real"], runner=eng.stats_runner)
         assert done.computed == len(todo) - 5 + n_depth and n_depth == 2
         assert cat.merge_shards([]) == 0
     assert _rows(db, STATS_SQL.format("frame_stats")) == _rows(local_db, STATS_SQL.format("frame_stats"))
     # merging a shard again (a crash between merge and delete) inserts nothing
-    again = stats_task({"task": [json.dumps(todo[:3])]}, table="frame_stats", folder=str(folder))["shard"][0]
+    again = stats_task({"task": [json.dumps([todo[:3]])]}, table="frame_stats", folder=str(folder))["shard"][0]
     with Catalog(db) as cat:
         assert cat.merge_shards([again, again]) == 0
 
@@ -151,5 +157,50 @@ def test_engine_ray_without_ray_is_one_line_error(frames, tmp_path, monkeypatch,
     assert cli.main(["stats", "--db", str(db), "--sim", "sim", "--real", "real", "--engine", "ray"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install 'perception-gap[ray]'" in err, err
+    assert cli.main(["drift", "--db", str(db), "--baseline", "sim", "--current", "real", "--out", str(tmp_path / "d"),
+                     "--engine", "ray", "-q"]) == 2
+    assert "pip install 'perception-gap[ray]'" in capsys.readouterr().err
     assert cli.main(["embed", "--db", str(db), "--encoder", "pixel", "--address", "auto"]) == 2
     assert "--engine ray" in capsys.readouterr().err
+
+
+def test_group_tasks_keeps_chunks_whole_and_feeds_every_worker():
+    from perception_gap.engines.ray_engine import group_tasks
+
+    chunks = [[("h", i, j) for j in range(n)] for i, n in enumerate([32, 32, 5, 32, 100, 32])]  # 233 frames
+    flat = [x for c in chunks for x in c]
+    big = group_tasks(chunks, workers=1, target=64)  # a chunk that would pass 64 frames opens a task
+    assert [sum(map(len, t)) for t in big] == [64, 37, 100, 32]
+    assert [x for t in big for c in t for x in c] == flat and all(c in chunks for t in big for c in t)
+    assert [sum(map(len, t)) for t in group_tasks(chunks, workers=4, target=1000)] == [32, 37, 32, 100, 32]  # <= 233 / 4
+    assert len(group_tasks(chunks, workers=1)) == 1 and group_tasks([], workers=2) == []
+
+
+def test_unreachable_address_is_a_one_line_error_at_once(frames, tmp_path, capsys):
+    pytest.importorskip("ray")
+    db = _indexed(frames, tmp_path / "c.duckdb")
+    for addr, words in (("127.0.0.1:1", "Cannot connect to the Ray cluster"), ("head-without-port", "host:port")):
+        t = time.monotonic()
+        assert cli.main(["stats", "--db", str(db), "--sim", "sim", "--real", "real", "--engine", "ray",
+                         "--address", addr]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and words in err and addr in err, err
+        assert time.monotonic() - t < 10  # Ray itself retries 127.0.0.1:1 for more than a minute
+
+
+def test_drift_with_the_ray_engine_gates_as_the_local_engine(ray_session, frames, local_db, tmp_path):
+    """Statistics gates only (`--encoders none`): the embedding runner is the one `embed` and
+    `run` use, tested above; a second encoder actor pool would add ~30 s here."""
+    db = _indexed(frames, tmp_path / "c.duckdb")
+    cfg = tmp_path / "gates.toml"
+    cfg.write_text("[bootstrap]\nn_boot = 100\n")
+    args = ["drift", "--baseline", "sim", "--current", "real", "--encoders", "none", "--config", str(cfg), "-q"]
+    res = {}
+    for name, cat, extra in (("ray", db, ["--engine", "ray"]), ("local", local_db, [])):
+        out = tmp_path / f"{name}.json"
+        assert cli.main([*args, "--db", str(cat), "--out", str(tmp_path / name), "--json", str(out), *extra]) in (0, 1)
+        res[name] = {g["name"]: g for g in json.loads(out.read_text())["drift"]["gates"]}
+    assert res["ray"] == res["local"] and {"format", "channel_shift", "depth_dropout"} <= res["ray"].keys()
+    for table in ("frame_stats", "depth_stats"):
+        assert _rows(db, STATS_SQL.format(table)) == _rows(local_db, STATS_SQL.format(table))
+    assert not list(shard_dir(db).glob("*"))

@@ -43,6 +43,7 @@ def _print_history(rows: list[dict[str, Any]]) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.catalog import Catalog
+    from perception_gap.engines import open_engine
     from perception_gap.workflows import drift_history, drift_job
     from perception_gap.workflows.drift_gates import load_config
 
@@ -71,11 +72,12 @@ def execute(args: argparse.Namespace) -> int:
             return rc
     out_dir = Path(args.out)
     progress, close = progress_bar(args, "drift")
-    with Catalog(args.db, wait=args.wait, create=False) as cat:
+    with Catalog(args.db, wait=args.wait, create=False) as cat, \
+            open_engine(cat, args.engine, address=args.address, workers=args.workers, device=args.device) as eng:
         try:
             res = drift_job(cat, args.baseline, args.current, encoder_names=encoder_names(args.encoders), config=cfg,
                             device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress,
-                            precision=args.precision)
+                            precision=args.precision, engine=eng)
         finally:
             close()
     if args.rollouts:

@@ -6,9 +6,14 @@ hands the list to Ray Data as tasks: statistics in stateless tasks (the same chu
 as the local pool), embeddings in a pool of actors, one model loaded per actor (one GPU each
 when the cluster has GPUs). Each task writes its rows as a Parquet shard (written under a
 temporary name, then renamed) into `<catalog>.shards/`; the driver merges shards into the
-catalog as they come (`Catalog.merge_shards`: a key already stored, or repeated across shards,
-is inserted once) and deletes them. A run that dies leaves shards behind: the next run merges
-them first, then computes only what is still missing.
+catalog as they come, many shards per statement (`Catalog.merge_shards`: a key already stored,
+or repeated across shards, is inserted once) and deletes them. A run that dies leaves shards
+behind: the next run merges them first, then computes only what is still missing, and deletes
+the half-written `.tmp` files a killed task left (see `RayEngine.clean_stale`).
+
+Tasks are large (about TASK_FRAMES frames, fewer when that would leave workers idle) because the
+driver's merge is the engine's one serial part: its cost is mostly per statement and per
+shard, so fewer, bigger shards merged MERGE_FRAMES frames at a time keep it small per frame.
 
 Workers read frames by the paths in the catalog, so every node must see them at the same
 paths (a shared file system), and must have this package installed.
@@ -18,7 +23,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
+import socket
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +40,11 @@ from perception_gap.errors import EngineError, InputError
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'perception-gap[ray]' (or pip install 'ray[data]>=2.9')"
-MERGE_EVERY = 16  # shards per catalog transaction
+TASK_FRAMES = 1000  # frames per Ray task (one shard each), when there are enough frames for every worker
+MERGE_FRAMES = 20_000  # merge pending shards once they hold this many frames ...
+MERGE_EVERY = 64  # ... or once this many shards are pending (one statement per table either way)
+STALE_TMP_S = 60.0  # a `.tmp` shard untouched this long before the run started is a dead task's
+CONNECT_TIMEOUT_S = 10.0  # `--address` must accept a TCP connection within this long
 _TABLES = {"rgb_stats_job": "frame_stats", "depth_stats_job": "depth_stats", "joint_stats_job": "joint"}
 
 
@@ -66,12 +78,31 @@ def _write_shard(folder: str, table: str, tbl: Any) -> str:
     return str(final)
 
 
-def _tasks(batch: dict[str, Any]) -> list[list[tuple]]:
-    return [[tuple(i) for i in json.loads(t)] for t in batch["task"]]
+def _tasks(batch: dict[str, Any]) -> list[list[list[tuple]]]:
+    """Each row's task: its chunks (statistics) or batches (embeddings), each a list of items."""
+    return [[[tuple(i) for i in group] for group in json.loads(t)] for t in batch["task"]]
+
+
+def group_tasks(groups: list[list[tuple]], workers: int, target: int = TASK_FRAMES) -> list[list[list[tuple]]]:
+    """Consecutive chunks (or batches) gathered into tasks of at most `target` frames, or of an
+    even share of the frames when that is smaller (so that every worker gets a task); a chunk is
+    never split (the frames of one container stay in one pass: a larger chunk is a task alone)."""
+    n = sum(len(g) for g in groups)
+    size = max(1, min(target, math.ceil(n / max(1, workers))))
+    tasks: list[list[list[tuple]]] = []
+    frames = 0
+    for g in groups:
+        if not tasks or (frames and frames + len(g) > size):
+            tasks.append([])
+            frames = 0
+        tasks[-1].append(g)
+        frames += len(g)
+    return tasks
 
 
 def stats_task(batch: dict[str, Any], *, table: str, folder: str) -> dict[str, list]:
-    """Ray task: each row's chunk through the local engine's statistics job, rows to a shard.
+    """Ray task: each row's chunks through the local engine's statistics job, one chunk at a
+    time, the rows of all of them to one shard.
 
     Returns per row: the shard path(s, one a line), the paths that changed since `index` (JSON),
     frames done. Table `joint`: `joint_stats_job`'s rows, a shard per table they go to.
@@ -81,9 +112,9 @@ def stats_task(batch: dict[str, Any], *, table: str, folder: str) -> dict[str, l
 
     job = {"frame_stats": rgb_stats_job, "depth_stats": depth_stats_job, "joint": joint_stats_job}[table]
     out: dict[str, list] = {"shard": [], "changed": [], "n": [], "skipped": [], "error": []}
-    for items in _tasks(batch):
-        paths = {i[0]: i[1] for i in items}
-        res = job(items)
+    for chunks in _tasks(batch):
+        paths = {i[0]: i[1] for items in chunks for i in items}
+        res = [r for items in chunks for r in job(items)]
         done = [r for r in res if not (r[-2] is None and r[-1] is None)]
         if table == "joint":
             shards = [_write_shard(folder, t, stats_table(t, [r[1:] for r in done if r[0] == kind]))
@@ -117,16 +148,26 @@ class EncoderActor:
 
         enc = self.enc
         out: dict[str, list] = {"shard": [], "changed": [], "n": [], "skipped": [], "error": []}
-        for items in _tasks(batch):
-            hashes, x, skips, moved = _load_batch(enc, items, None, _Containers(items))
-            vectors = enc.encode(x) if x is not None else np.zeros((0, enc.dim), np.float32)
+        for batches in _tasks(batch):
+            hashes: list[str] = []
+            vectors: list[np.ndarray] = []
+            skips: list = []
+            moved: list[str] = []
             error = ""
-            if vectors.shape != (len(hashes), enc.dim) or not np.all(np.isfinite(vectors)):
-                error = (f"Encoder {self.name!r} returned shape {vectors.shape} (expected {(len(hashes), enc.dim)}) "
-                         "or non-finite values for a batch; nothing of it was stored.")
-                hashes, vectors, skips = [], np.zeros((0, enc.dim), np.float32), []
-            emb, sk = embedding_tables(self.name, enc.fingerprint, hashes, vectors, skips)
-            shards = [_write_shard(self.folder, "embeddings", emb), _write_shard(self.folder, "embedding_skips", sk)]
+            for items in batches:  # a task is several batches, its rows one shard per table
+                h, x, sk, mv = _load_batch(enc, items, None, _Containers(items))
+                v = enc.encode(x) if x is not None else np.zeros((0, enc.dim), np.float32)
+                moved += mv
+                if v.shape != (len(h), enc.dim) or not np.all(np.isfinite(v)):
+                    error = error or (f"Encoder {self.name!r} returned shape {v.shape} (expected {(len(h), enc.dim)}) "
+                                      "or non-finite values for a batch; nothing of it was stored.")
+                    continue
+                hashes += h
+                vectors.append(v)
+                skips += sk
+            vec = np.concatenate(vectors) if vectors else np.zeros((0, enc.dim), np.float32)
+            emb, sk_tbl = embedding_tables(self.name, enc.fingerprint, hashes, vec, skips)
+            shards = [_write_shard(self.folder, "embeddings", emb), _write_shard(self.folder, "embedding_skips", sk_tbl)]
             out["shard"].append("\n".join(s for s in shards if s))
             out["changed"].append(json.dumps(moved))
             out["n"].append(len(hashes))
@@ -146,6 +187,30 @@ def _rows(ds: Any) -> Any:
         first = (str(cause).strip().splitlines() or [type(cause).__name__])[-1]
         raise EngineError(f"The Ray engine failed ({type(cause).__name__}: {first}); what finished is kept in the "
                           "catalog, rerun to complete.") from None
+
+
+def check_address(address: str | None, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail fast on a `--address` nothing listens at: Ray itself retries an unreachable head for
+    a minute or more. `host:port` and `ray://host:port` must accept a TCP connection within
+    `timeout` seconds; `auto` and None are left to Ray (it fails at once when no local cluster
+    is running).
+
+    Raises:
+        InputError: a malformed address, or one that does not answer within `timeout`.
+    """
+    if not address or address == "auto":
+        return
+    hostport = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = hostport.rstrip("/").rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit():
+        raise InputError(f"Expected `--address` as host:port, ray://host:port or auto, got {address!r}.")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        why = "no answer" if isinstance(e, TimeoutError) else (e.strerror or type(e).__name__)
+        raise InputError(f"Cannot connect to the Ray cluster at `--address` {address!r} within {timeout:g} s "
+                         f"({why}).") from None
 
 
 class RayEngine:
@@ -169,9 +234,13 @@ class RayEngine:
         self.folder = shard_dir(catalog.path)
         self._workers, self._started = workers, False
         self.merged = 0  # rows merged from shards a previous run left behind
+        self.removed = 0  # stale `.tmp` shards of killed tasks deleted at start
+        self.started_at = time.time()
 
     def __enter__(self) -> RayEngine:
         ray = require_ray()
+        self.started_at = time.time()
+        check_address(self.address)
         if not ray.is_initialized():
             try:
                 ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
@@ -188,6 +257,9 @@ class RayEngine:
         res = ray.cluster_resources()
         self.cpus, self.gpus = max(1, int(res.get("CPU", 1))), int(res.get("GPU", 0))
         self.workers = self._workers or self.cpus
+        self.removed = self.clean_stale()
+        if self.removed:
+            log.info("deleted %d unfinished shard files killed tasks left in %s", self.removed, self.folder)
         self.merged = self.merge_leftovers()
         if self.merged:
             log.info("merged %d rows from shards an earlier run left in %s", self.merged, self.folder)
@@ -196,6 +268,26 @@ class RayEngine:
     def __exit__(self, *exc: object) -> None:
         if self._started:
             require_ray().shutdown()
+
+    def clean_stale(self) -> int:
+        """Delete the `.tmp` shards killed tasks left (a shard is written as `.tmp`, then renamed).
+
+        Only files untouched for STALE_TMP_S before this run started: the command holds the
+        catalog's writer lock (`catalog.locking`) for its whole run, so no other run on this
+        catalog can be writing shards now; the margin spares a task that outlived a killed
+        driver and is still finishing its write. Returns the files deleted.
+        """
+        if not self.folder.is_dir():
+            return 0
+        removed = 0
+        for f in self.folder.glob("*.tmp"):
+            try:
+                if f.stat().st_mtime < self.started_at - STALE_TMP_S:
+                    f.unlink()
+                    removed += 1
+            except FileNotFoundError:  # renamed or removed meanwhile
+                continue
+        return removed
 
     def merge_leftovers(self) -> int:
         """Merge (then delete) the shards an interrupted run left in the shard folder."""
@@ -211,23 +303,24 @@ class RayEngine:
         return added
 
     def _collect(self, ds: Any, progress: Callable | None, done: int, total: int) -> tuple[int, int, int, list[str]]:
-        """Stream task results, merging shards every MERGE_EVERY: (done, embedded or measured,
-        skipped, changed paths)."""
+        """Stream task results, merging pending shards once they hold MERGE_FRAMES frames (or
+        MERGE_EVERY shards): (done, embedded or measured, skipped, changed paths)."""
         pending: list[str] = []
         changed: list[str] = []
-        n = skipped = 0
+        n = skipped = frames = 0
         for row in _rows(ds):
+            pending += [p for p in row["shard"].split("\n") if p]
             if row["error"]:
                 self._merge(pending)
                 raise InputError(row["error"])
-            pending += [p for p in row["shard"].split("\n") if p]
             moved = json.loads(row["changed"])
             changed += moved
             n, skipped = n + row["n"], skipped + row["skipped"]
+            frames += row["n"] + row["skipped"]
             done += row["n"] + row["skipped"] + len(moved)
-            if len(pending) >= MERGE_EVERY:
+            if frames >= MERGE_FRAMES or len(pending) >= MERGE_EVERY:
                 self._merge(pending)
-                pending = []
+                pending, frames = [], 0
             if progress:
                 progress(done, total)
         self._merge(pending)
@@ -242,24 +335,26 @@ class RayEngine:
         """`compute_stats`'s runner: the local engine's chunks and jobs, as Ray tasks."""
         from perception_gap.workflows.stats import _chunks
 
-        chunks = _chunks(items)
-        if not chunks:
+        tasks = group_tasks(_chunks(items), self.workers)
+        if not tasks:
             return done_offset, []
-        ds = self._dataset(chunks).map_batches(
+        ds = self._dataset(tasks).map_batches(
             stats_task, fn_kwargs={"table": _TABLES[job.__name__], "folder": str(self.folder)},
-            batch_size=1, num_cpus=1, compute=ray_data().TaskPoolStrategy(size=min(self.workers, len(chunks))))
+            batch_size=1, num_cpus=1, compute=ray_data().TaskPoolStrategy(size=min(self.workers, len(tasks))))
         done, _, _, changed = self._collect(ds, progress, done_offset, total)
         return done, changed
 
     def embed_runner(self, catalog: Any, name: str, enc: Any, todo: list[tuple], batch_size: int,
                      workers: int, progress: Callable | None) -> tuple[int, int, list[str]]:
-        """`embed_sets`'s runner: batches of `batch_size` frames through a pool of encoder actors."""
+        """`embed_sets`'s runner: batches of `batch_size` frames, gathered into tasks of about
+        TASK_FRAMES frames (one shard each), through a pool of encoder actors."""
         batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
         gpu = self.gpus > 0 and self.device != "cpu"
         if self.device == "cuda" and not gpu:
             raise InputError("`--device cuda` with `--engine ray`, but the Ray cluster has no GPU.")
         actors = max(1, min(self.gpus if gpu else self.workers, len(batches)))
-        ds = self._dataset(batches).map_batches(
+        tasks = group_tasks(batches, actors)
+        ds = self._dataset(tasks).map_batches(
             EncoderActor, fn_constructor_kwargs={"name": name, "fingerprint": enc.fingerprint,
                                                  "device": "cuda" if gpu else "cpu", "folder": str(self.folder),
                                                  "precision": getattr(enc, "precision", "fp32")},

@@ -103,13 +103,14 @@ def _gate_title(g: dict[str, Any], current: str, baseline: str) -> str:
 def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: list[str] | None = None,
               config: dict[str, dict[str, Any]] | None = None, device: str = "auto", batch_size: int | str = 32,
               workers: int | None = None, progress: Progress | None = None,
-              baseline_sample: int = BASELINE_SAMPLE, precision: str = "fp32") -> dict[str, Any]:
+              baseline_sample: int = BASELINE_SAMPLE, precision: str = "fp32", engine: Any = None) -> dict[str, Any]:
     """Gate new frames (`current`) against a stored `baseline` set.
 
     Only what is not cached is computed: statistics and embeddings are keyed by content, so a
     recurring check pays for the new frames (plus the comparison itself). A baseline of more than
     `baseline_sample` usable frames is read through its cached sample of that many frames (seed:
-    the bootstrap's `random_state`); `drift.baseline_sample` says which.
+    the bootstrap's `random_state`); `drift.baseline_sample` says which. `engine` computes the
+    missing statistics and embeddings elsewhere, as in `run_job` (the Ray engine).
 
     Returns:
         results.json with `sets`, `stats`, `findings` (one per failed gate), `drift` (`gates`,
@@ -123,7 +124,8 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
     names = default_encoders() if encoder_names is None else encoder_names
     boot = cfg["bootstrap"]
     n_boot, level, seed = int(boot["n_boot"]), float(boot["ci"]), int(boot["random_state"])
-    compute_stats(catalog, [baseline, current], workers=workers, progress=progress)
+    compute_stats(catalog, [baseline, current], workers=workers, progress=progress,
+                  runner=engine.stats_runner if engine else None)
     sample = catalog.baseline_sample(baseline, int(baseline_sample), seed)
     rec = {baseline: load_set_records(catalog, baseline, paths=sample.paths), current: load_set_records(catalog, current)}
     img = {n: [f for f in rec[n].frames if f.image is not None] for n in rec}
@@ -171,7 +173,7 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
     encoders_info = []
     if names and (on("embedding") or on("domain_auc")):
         embed_sets(catalog, names, [baseline, current], device=device, batch_size=batch_size, workers=2,
-                   progress=progress, precision=precision)
+                   progress=progress, precision=precision, runner=engine.embed_runner if engine else None)
         for name in names:
             enc = load_encoder(name, device=device, precision=precision)
             mb, eb = catalog.load_embeddings(baseline, enc.fingerprint, sample.paths)
