@@ -170,7 +170,7 @@ def test_ray_task_writes_the_joint_rows_to_both_tables(tmp_path):
     _, db = _indexed(tmp_path, "SQLITE3")
     with Catalog(db) as cat, cat.session():
         joint = joint_items(cat.hashes_needing_stats(["real"]), cat.hashes_needing_depth_stats(["real"]))[0]
-        out = stats_task({"task": [json.dumps(joint)]}, table="joint", folder=str(tmp_path / "shards"))
+        out = stats_task({"task": [json.dumps([joint])]}, table="joint", folder=str(tmp_path / "shards"))
         assert out["n"] == [7] and json.loads(out["changed"][0]) == []
         assert cat.merge_shards(out["shard"][0].split("\n")) == 7
         assert cat.hashes_needing_stats(["real"]) == [] and cat.hashes_needing_depth_stats(["real"]) == []
