@@ -7,7 +7,8 @@ it is comes from where the difference sits, not from absolute levels (soft camer
 ones alike): aliasing concentrates it in the top half-octave below Nyquist, blur spreads it
 down through the upper and mid bands (its log power ratio grows with frequency squared).
 Sensor noise and compression are named before either (`texture`), and a difference they
-explain fires neither.
+explain fires neither. A top-band difference whose softer side has its corners at its own noise
+floor is blur of that side, never aliasing (`SOFT_CORNER_MAX`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,16 @@ NEAREST_PARITY_GAP = 0.15
 # unmoved, the top band moving the same way and the flatter side's corners above its noise is aliasing.
 ALIAS_SLOPE = 0.4
 ALIAS_MID_MAX = 0.2
+# Aliasing adds folded energy to the sharper side; the other side is a normal image whose corner
+# band (0.5-0.72 cycles/pixel) still holds detail above its noise. A blur of the softer side takes
+# its corners down to its own noise floor instead. The softer side's corner power over its noise
+# variance (log10, `HighFreq.corner_noise`, set median) read -0.24-0.27 for a Gaussian blur of sigma
+# 0.7-1 on cameras with sensor noise (VOC photos, SimplerEnv: tune cameras and 8-photo VOC splits),
+# where the top-band shape alone read like aliasing (where_it_sits 0.57-1.05); clean native frames
+# read 0.47-0.81 (VOC) and 0.85-1.40 (SimplerEnv), an antialiased 2-3.5x downscale 0.77-1.57, and
+# noiseless renders NaN. At or below SOFT_CORNER_MAX the softer side is the one that changed: the
+# difference is not named a resize-filter bug (it is a sharpness gap).
+SOFT_CORNER_MAX = 0.35
 # Filter families as the signatures name them (relative: one side against the other).
 _ALIASED = "aliased: nearest or non-antialiased downscaling (or rendering without anti-aliasing)"
 _ANTIALIASED = "antialiased (area, or bilinear/bicubic with antialias) or optically softer"
@@ -94,6 +105,17 @@ def _slope_signature(hf: HighFreq) -> tuple[float, float] | None:
     return abs(top), ALIAS_SHAPE["distribution"]
 
 
+def _softer_rolled_off(hf: HighFreq) -> bool:
+    """The softer side's corners are at its own noise floor (SOFT_CORNER_MAX): blur of that side, not aliasing."""
+    c = hf.corner_noise.real if hf.sharper == "sim" else hf.corner_noise.sim
+    return math.isfinite(c) and c <= SOFT_CORNER_MAX
+
+
+def _aliasing(hf: HighFreq, sig: tuple[float, float] | None) -> bool:
+    """The high-frequency signature reads as aliasing of the sharper side (not blur of the softer one)."""
+    return sig is not None and sig[1] >= ALIAS_SHAPE[hf.basis] and not _softer_rolled_off(hf)
+
+
 def _hf_evidence(ctx: Context, hf: HighFreq, shape: float | None) -> dict:
     ev = basis_evidence(hf.basis, hf.n_pairs, ctx)
     ev.update({"band_shape_sim_minus_real": nums(hf.bands[MID:], 3),
@@ -101,6 +123,8 @@ def _hf_evidence(ctx: Context, hf: HighFreq, shape: float | None) -> dict:
                "where_it_sits": num(shape, 3) if shape is not None else None,
                "top_slope_sim_minus_real": num(hf.slope.diff, 3),
                "noise_sigma_sim": num(hf.noise.sim, 3), "noise_sigma_real": num(hf.noise.real, 3),
+               "corner_over_noise_sim": num(hf.corner_noise.sim, 3),
+               "corner_over_noise_real": num(hf.corner_noise.real, 3),
                "sharper_side": hf.sharper})
     return ev
 
@@ -120,7 +144,7 @@ def check_resize_filter(ctx: Context) -> Finding | None:
     top_par, lo_par = max(par_s, par_r), min(par_s, par_r)
     nearest_up = (sig is not None and top_par >= NEAREST_PARITY and top_par - lo_par >= NEAREST_PARITY_GAP
                   and hi_par == sharper)
-    aliasing = sig is not None and sig[1] >= ALIAS_SHAPE[hf.basis]
+    aliasing = _aliasing(hf, sig)
     if not (aliasing or nearest_up):
         return None
     family = ({sharper: _NEAREST_UP, other: _INTERPOLATED_UP} if nearest_up
@@ -156,7 +180,7 @@ def check_sharpness(ctx: Context) -> Finding | None:
     if hf is None:
         return None
     sig = _hf_signature(hf)
-    if sig is None or sig[1] >= ALIAS_SHAPE[hf.basis]:
+    if sig is None or _aliasing(hf, sig):
         return None
     sharper = hf.sharper
     softer = "real" if sharper == "sim" else "sim"
