@@ -44,21 +44,26 @@ def test_unpaired_noise_is_named(scenes_unpaired):
     assert found["sensor_noise"].evidence["basis"] == "distribution"
 
 
-@pytest.fixture(scope="module")
-def voc_photos(shared_data):
-    """12 VOC photos at 500x375, each a different scene (RGB uint8)."""
+def _voc_photos(shared_data, n: int, newest_first: bool = False) -> list[np.ndarray]:
+    """`n` VOC photos at 500x375 (4:2:0 JPEGs), each a different scene (RGB uint8), in file order
+    (or its reverse); skips the test when the folder holds fewer."""
     from PIL import Image
 
     out = []
-    for p in sorted((shared_data / "detection_voc100" / "images").glob("*.jpg")):
+    paths = sorted((shared_data / "detection_voc100" / "images").glob("*.jpg"))
+    for p in paths[::-1] if newest_first else paths:
         with Image.open(p) as im:
             if im.size == (500, 375) and im.mode == "RGB":
                 out.append(np.asarray(im))
-        if len(out) == 12:
-            break
-    if len(out) < 12:
-        pytest.skip("too few 500x375 VOC photos")
-    return out
+        if len(out) == n:
+            return out
+    pytest.skip("too few 500x375 VOC photos")
+
+
+@pytest.fixture(scope="module")
+def voc_photos(shared_data):
+    """12 VOC photos at 500x375, each a different scene (RGB uint8)."""
+    return _voc_photos(shared_data, 12)
 
 
 def _down3(images, kind: str):
@@ -139,19 +144,8 @@ def test_unpaired_low_quality_jpeg_against_lossless(scenes_unpaired, quality, na
 
 @pytest.fixture(scope="module")
 def voc16(shared_data):
-    """16 VOC photos at 500x375 (4:2:0 JPEGs), each a different scene (RGB uint8)."""
-    from PIL import Image
-
-    out = []
-    for p in sorted((shared_data / "detection_voc100" / "images").glob("*.jpg"))[::-1]:
-        with Image.open(p) as im:
-            if im.size == (500, 375) and im.mode == "RGB":
-                out.append(np.asarray(im))
-        if len(out) == 16:
-            break
-    if len(out) < 16:
-        pytest.skip("too few 500x375 VOC photos")
-    return out
+    """16 VOC photos at 500x375 (4:2:0 JPEGs), each a different scene (RGB uint8), last files first."""
+    return _voc_photos(shared_data, 16, newest_first=True)
 
 
 def test_unpaired_noise_on_photos_is_named_by_its_chroma(voc16, monkeypatch):
