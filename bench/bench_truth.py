@@ -310,6 +310,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--family", action="append", default=[],
                     help="only fault families starting with this (repeatable; controls always run)")
     ap.add_argument("--camera", action="append", default=[], help="only cameras starting with this (repeatable)")
+    ap.add_argument("--basis", choices=("paired", "unpaired", "both"), default="both",
+                    help="only paired or only unpaired cases (controls of that basis too)")
     ap.add_argument("--json", type=Path, default=None, help="write every case and its outcome here")
     ap.add_argument("--keep", type=Path, default=None, help="write the cases and catalog here and keep them")
     ap.add_argument("--min-unpaired", type=int, default=MIN_SIDE_FRAMES["unpaired"],
@@ -344,6 +346,8 @@ def run_all(args: argparse.Namespace, cams: list, tmp: Path, progress) -> list[C
                         continue  # 4:2:0 again on frames stored as 4:2:0 JPEGs changes nothing to name
                     for m in fault.quick if args.quick else fault.magnitudes:
                         for basis in fault.bases:
+                            if args.basis not in ("both", basis):
+                                continue
                             rows.append(runner.run(cam, seed, fault, m, basis, idx))
                             progress(rows[-1])
     return rows

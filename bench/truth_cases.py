@@ -176,16 +176,29 @@ def _median_se(x: np.ndarray) -> float:
     return 1.2533 * sd / np.sqrt(x.size)
 
 
+def wavelet_noise_sigma(rgb: np.ndarray) -> float:
+    """Luma noise sigma (8-bit levels) by the wavelet MAD rule: median |HH| of the finest Haar level / 0.6745."""
+    y = np.asarray(rgb, np.float64)[..., :3] @ np.array([0.299, 0.587, 0.114])
+    h, w = (y.shape[0] // 2) * 2, (y.shape[1] // 2) * 2
+    y = y[:h, :w]
+    hh = (y[0::2, 0::2] - y[0::2, 1::2] - y[1::2, 0::2] + y[1::2, 1::2]) / 2.0  # orthonormal 2-D Haar diagonal
+    return max(float(np.median(np.abs(hh))) / 0.6745, 1e-3)
+
+
 def scene_spread_clear(family: str, sim: Side, real: Side, z: float = 3.0, alpha: float = 0.01) -> bool:
     """Whether the faulted unpaired sets differ clearly by the documented distribution bar.
 
-    Without pairs a brightness, white-balance or depth-dropout shift is named only when it stands out of the
-    cameras' own scene-to-scene spread: the difference of set medians clears `z` standard errors
-    and a two-sided Mann-Whitney test rejects equal distributions at `alpha` (the engine's
-    DIST_Z and DIST_ALPHA; README, detection limits). Computed here from the frames as written,
-    independently of the engine's statistics: brightness on log2 Rec.709 luminance of linear
-    channel means, white balance on log2 R/G and B/G (either), depth dropout on the per-frame
-    share of invalid depth pixels (points). True for other families (their fixed limits apply).
+    Without pairs a brightness, white-balance, channel-swap, sensor-noise or depth-dropout change is
+    named only when it stands out of the cameras' own scene-to-scene spread: the difference of set
+    medians clears `z` standard errors and a two-sided Mann-Whitney test rejects equal
+    distributions at `alpha` (the engine's DIST_Z and DIST_ALPHA; README, detection limits).
+    Computed here from the frames as written, independently of the engine's statistics:
+    brightness on log2 Rec.709 luminance of linear channel means; white balance and a red/blue
+    swap on log2 R/G and B/G (either; a swap of scenes whose red and blue balance alike moves
+    neither); sensor noise on log2 of each frame's luma noise sigma by the wavelet MAD estimator
+    (median |finest diagonal Haar coefficient| / 0.6745, Donoho and Johnstone 1994; the engine
+    uses a different one); depth dropout on the per-frame share of invalid depth pixels (points).
+    True for other families (their fixed limits apply).
     """
     from scipy.stats import mannwhitneyu
 
@@ -202,8 +215,11 @@ def scene_spread_clear(family: str, sim: Side, real: Side, z: float = 3.0, alpha
     if family == "depth_dropout" and sim.depth is not None and real.depth is not None:
         return clear(np.array([100.0 * np.mean(d <= 0) for d in sim.depth]),
                      np.array([100.0 * np.mean(d <= 0) for d in real.depth]))
-    if family not in ("brightness", "white_balance") or any(np.asarray(x).dtype != np.uint8 for x in sim.rgb + real.rgb):
+    if (family not in ("brightness", "white_balance", "channel_swap", "sensor_noise")
+            or any(np.asarray(x).dtype != np.uint8 for x in sim.rgb + real.rgb)):
         return True
+    if family == "sensor_noise":
+        return clear(np.log2([wavelet_noise_sigma(x) for x in sim.rgb]), np.log2([wavelet_noise_sigma(x) for x in real.rgb]))
     ls, lr = lin(sim), lin(real)
     if family == "brightness":
         rec = np.array([0.2126, 0.7152, 0.0722])

@@ -137,3 +137,29 @@ def test_small_run_on_real_rgbd_frames(shared_data, tmp_path, capsys):
     unpaired = cases["rgbd_640x480/s0/channel_swap/1/unpaired"]
     assert unpaired["at_or_above_limit"] is False  # 2 frames against 3
     assert text.strip().splitlines()[-1] == res["headline"] and res["headline"].startswith("truth: tune ")
+
+
+def test_wavelet_noise_sigma_reads_known_noise_and_ignores_smooth_content():
+    rng = np.random.default_rng(3)
+    yy, xx = np.mgrid[0:240, 0:320]
+    ramp = np.stack([xx * 0.5, yy * 0.6, 60 + 0 * xx], -1)  # smooth content: no diagonal detail
+    assert T.wavelet_noise_sigma(ramp.astype(np.uint8)) < 0.5
+    noisy = ramp + rng.normal(0.0, 5.0, ramp.shape)  # sigma 5 per channel, independent
+    luma_sigma = 5.0 * float(np.sqrt(0.299 ** 2 + 0.587 ** 2 + 0.114 ** 2))  # 3.34
+    assert abs(T.wavelet_noise_sigma(noisy) - luma_sigma) < 0.1 * luma_sigma
+
+
+def test_scene_spread_bar_follows_noise_and_swap_only_when_the_sets_separate():
+    rng = np.random.default_rng(4)
+    def side(sigmas, gains):
+        base = rng.uniform(40, 170, (len(sigmas), 1, 1, 1)) * np.asarray(gains) * rng.uniform(0.9, 1.1, (len(sigmas), 1, 1, 3))
+        rgb = [np.clip(b + rng.normal(0, s, (64, 64, 3)), 0, 255).astype(np.uint8) for b, s in zip(base, sigmas)]
+        return T.Side(keys=[f"k{i}" for i in range(len(rgb))], rgb=rgb)
+    quiet, loud = side([1.0] * 8, [1, 1, 1]), side([6.0] * 8, [1, 1, 1])
+    assert T.scene_spread_clear("sensor_noise", quiet, loud)
+    assert not T.scene_spread_clear("sensor_noise", quiet, side([1.0, 6.0] * 4, [1, 1, 1]))
+    warm = side([1.0] * 8, [1.3, 1.0, 0.7])
+    swapped = T.Side(keys=warm.keys, rgb=[x[..., ::-1].copy() for x in warm.rgb])
+    assert T.scene_spread_clear("channel_swap", warm, swapped)
+    grey = side([1.0] * 8, [1, 1, 1])
+    assert not T.scene_spread_clear("channel_swap", grey, T.Side(keys=grey.keys, rgb=[x[..., ::-1].copy() for x in grey.rgb]))

@@ -63,6 +63,13 @@ QUALITY_MAX = 85.0
 QUALITY_LOW = 50.0
 CHROMA_LOG2 = 0.35
 CHROMA_LUMA_MAX = 0.08  # decades of top-band shape change allowed with a chroma-only finding
+# 4:2:0 leaves luma alone, so luma's spectral slope at the top (corner over upper band, per frame)
+# does not move: 4:2:0 of SimplerEnv frames, unpaired, read |slope difference| <= 0.07 decades. An
+# aliased resize of one side flattens that slope by 0.4-0.85 and takes chroma detail with it
+# (SimplerEnv 320x256 unpaired, 2x nearest and 2.5x non-antialiased bilinear against antialiased:
+# slope +0.59-0.62, chroma 0.54-0.64 log2, both clear). Unpaired, different scenes keep the top
+# band's own level from being clear, so the slope is what shows luma moved.
+CHROMA_SLOPE_MAX = 0.2
 
 
 def noise_excess(hf: HighFreq) -> float | None:
@@ -213,6 +220,8 @@ def _subsampled(hf: HighFreq) -> tuple[str, float] | None:
     c = hf.chroma
     if not c.clear or abs(c.diff) < CHROMA_LOG2 or (hf.band_clear[TOP] and abs(hf.bands[TOP]) > CHROMA_LUMA_MAX):
         return None
+    if hf.slope.clear and abs(hf.slope.diff) > CHROMA_SLOPE_MAX:
+        return None  # luma moved too: a resize filter or blur, not chroma subsampling
     if abs(hf.noise_excess()) >= 0.5 * NOISE_MIN[hf.basis]:
         return None  # per-channel noise raises chroma detail on the noisier side, clearly or not
     return ("real" if c.diff > 0 else "sim"), abs(c.diff) / CHROMA_LOG2
