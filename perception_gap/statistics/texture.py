@@ -121,7 +121,10 @@ def _mean_squares(a: np.ndarray, c: int) -> list[float]:
 
 
 def _duplicates(dx: np.ndarray, out: dict[str, Any]) -> None:
-    """`dup_frac`, `dup_parity` and `blockiness` of a luma crop from its (h, w-1) horizontal differences."""
+    """`dup_frac`, `dup_parity` and `blockiness` of a luma crop from its (h, w-1) horizontal differences.
+
+    Overwrites `dx` with its absolute values (the caller is done with it; saves a copy).
+    """
     w1 = dx.shape[1]
     # exact equality of neighbours, at even and odd columns
     eq = dx == 0
@@ -131,7 +134,8 @@ def _duplicates(dx: np.ndarray, out: dict[str, Any]) -> None:
     out["dup_frac"] = c_all / dx.size
     out["dup_parity"] = abs(c_even / max(n_even, 1) - c_odd / max(n_odd, 1))
     if w1 >= 16:
-        col = (np.ones(dx.shape[0], dtype=np.float32) @ np.abs(dx)).astype(np.float64)  # (w-1,) summed over rows
+        np.abs(dx, out=dx)  # the caller's dx is not used after this
+        col = (np.ones(dx.shape[0], dtype=np.float32) @ dx).astype(np.float64)  # (w-1,) summed over rows
         boundary = col[7::8]  # the steps between columns 8k+7 and 8k+8
         inner_sum = float(col.sum()) - float(boundary.sum())
         if inner_sum > 0:
@@ -230,13 +234,20 @@ def jpeg_quality(quantization: Any) -> float | None:
 
     Distance: the L1 distance between the sorted tables (zigzag or natural order alike); the
     lowest quality wins a tie. A camera writes the same table in every frame, so the answer is
-    cached per table (matching it against all 100 scaled tables took ~1.2 ms per frame).
+    cached per table (matching it against all 100 scaled tables took ~1.2 ms per frame), keyed
+    by the table's own values (sorting it for the key took ~10 us per frame).
     """
     try:
-        q0 = np.asarray(list(quantization[0]), dtype=np.float64)
+        table = tuple(quantization[0])
+        return _table_quality(table)
     except (KeyError, TypeError, IndexError, ValueError):
         return None
-    if q0.size != 64:
+
+
+@lru_cache(maxsize=256)
+def _table_quality(table: tuple) -> float | None:
+    q0 = np.asarray(table, dtype=np.float64)
+    if q0.ndim != 1 or q0.size != 64:
         return None
     return _nearest_quality(tuple(np.sort(q0).tolist()))
 

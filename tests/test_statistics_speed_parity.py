@@ -1,0 +1,119 @@
+"""The statistics after the speed work of issue 17 equal those before it, bit for bit.
+
+The reference is the previous implementation of the crop statistics, kept frozen in
+tests/stats_reference.py (and `_ref_jpeg_quality` below); the frame-level glue
+(`statistics.image`) is unchanged, so swapping the frozen functions in gives the previous
+`ImageStats`. Stated tolerance: none. Every field of every frame must be equal (`==` on the
+frozen dataclass, floats compared exactly): the speed work only removed temporaries and
+copies and reordered nothing that rounds (float32 sums that moved are integer sums under 2^24
+on 8-bit frames, exact in any order, or IEEE-commutative swaps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from perception_gap.statistics import image as image_mod
+from perception_gap.statistics.image import image_stats_array, image_stats_pil, image_stats_rgb8
+from perception_gap.statistics.texture import chroma_hf, chroma_planes, crop_features, jpeg_quality, texture_features
+from tests.stats_reference import _ref_noise_and_spectrum, ref_chroma_planes, ref_crop_features
+
+
+def _ref_jpeg_quality(quantization):
+    """The previous `jpeg_quality` (frozen): sorted table, nearest scaled IJG table."""
+    from perception_gap.statistics.texture import _nearest_quality
+
+    try:
+        q0 = np.asarray(list(quantization[0]), dtype=np.float64)
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
+    if q0.size != 64:
+        return None
+    return _nearest_quality(tuple(np.sort(q0).tolist()))
+
+
+@pytest.fixture()
+def reference(monkeypatch):
+    """Calls `fn(*args)` with the frozen crop statistics swapped into `statistics.image`."""
+
+    def run(fn, *args):
+        with monkeypatch.context() as m:
+            m.setattr(image_mod, "crop_features", ref_crop_features)
+            m.setattr(image_mod, "chroma_planes", ref_chroma_planes)
+            m.setattr(image_mod, "jpeg_quality", _ref_jpeg_quality)
+            return fn(*args)
+
+    return run
+
+
+def _synthetic() -> list[tuple[str, np.ndarray]]:
+    rng = np.random.default_rng(17)
+    y, x = np.mgrid[0:240, 0:320].astype(np.float64)
+    smooth = np.stack([x * 0.7, y * 0.9, (x + y) * 0.4], -1) + 10
+    noisy = smooth + rng.normal(0, 6, smooth.shape)
+    blocky = np.kron(rng.integers(0, 255, (30, 40, 3)), np.ones((8, 8, 1))) + rng.normal(0, 2, (240, 320, 3))
+    upscaled = np.repeat(np.repeat(rng.integers(0, 255, (120, 160, 3)), 2, axis=0), 2, axis=1)
+    frames = [("smooth", smooth), ("noisy", noisy), ("blocky", blocky), ("upscaled", upscaled),
+              ("constant", np.full((64, 80, 3), 77.0)), ("tiny", rng.integers(0, 255, (12, 20, 3))),
+              ("odd", rng.integers(0, 255, (37, 53, 3)))]
+    return [(name, np.clip(a, 0, 255).astype(np.uint8)) for name, a in frames]
+
+
+@pytest.mark.parametrize("name,a", _synthetic(), ids=[n for n, _ in _synthetic()])
+def test_synthetic_frames_equal_the_previous_statistics(name, a, reference):
+    img = Image.fromarray(a)
+    assert image_stats_pil(img) == reference(image_stats_pil, img)
+    assert image_stats_rgb8(a) == reference(image_stats_rgb8, a)  # the video path: a strided crop
+    grey = img.convert("L")
+    assert image_stats_pil(grey) == reference(image_stats_pil, grey)
+    assert image_stats_array(a) == reference(image_stats_array, a)
+
+
+def test_other_dtypes_equal_the_previous_statistics(reference):
+    """16-bit and float frames take the float luma route (a luma plane handed to `chroma_planes`)."""
+    rng = np.random.default_rng(5)
+    a16 = rng.integers(0, 65536, (150, 140, 3)).astype(np.uint16)
+    f32 = rng.normal(0.4, 0.2, (90, 120, 3)).astype(np.float32)
+    f32[3, 5, 1] = np.nan
+    for a in (a16, f32, a16[..., 0], rng.integers(0, 256, (64, 64, 4)).astype(np.uint8)):
+        assert image_stats_array(a) == reference(image_stats_array, a)
+
+
+def test_real_jpeg_and_png_frames_equal_the_previous_statistics(shared_data, reference):
+    """Real photos and robot frames as `stats` decodes them, JPEG quality included."""
+    paths = sorted((shared_data / "detection_voc100" / "images").glob("*.jpg"))[:4]
+    paths += sorted((shared_data / "rgbd" / "color").glob("*.jpg"))[:2]
+    paths += sorted((shared_data / "simpler" / "real").rglob("*.png"))[:2]
+    assert len(paths) >= 4
+    from perception_gap.ingest.frames import decode_rgb
+
+    for p in paths:
+        img = decode_rgb(p)
+        got = image_stats_pil(img)
+        assert got == reference(image_stats_pil, img), p.name
+        assert (got.jpeg_quality is not None) == (p.suffix == ".jpg")
+        a = np.asarray(img.convert("RGB"))
+        assert image_stats_rgb8(a) == reference(image_stats_rgb8, a), p.name
+
+
+def test_crop_level_functions_equal_the_previous_ones():
+    rng = np.random.default_rng(9)
+    rgb = rng.integers(0, 256, (128, 128, 3)).astype(np.uint8)
+    np.testing.assert_array_equal(chroma_planes(rgb), ref_chroma_planes(rgb))
+    lum = rng.normal(0, 1, (128, 128)).astype(np.float32)
+    np.testing.assert_array_equal(chroma_planes(rgb[1:-3, 2:], lum[1:-3, 2:]), ref_chroma_planes(rgb[1:-3, 2:], lum[1:-3, 2:]))
+    planes = ref_chroma_planes(rgb)
+    assert crop_features(planes.copy(), 255.0) == ref_crop_features(planes.copy(), 255.0)
+    assert chroma_hf(rgb) == ref_crop_features(ref_chroma_planes(rgb))["chroma_hf"]
+    d2x = lum[:, 2:] - 2 * lum[:, 1:-1] + lum[:, :-2]
+    assert texture_features(lum, 3.0) == _ref_noise_and_spectrum(lum, d2x, 3.0)
+
+
+def test_jpeg_quality_equals_the_previous_lookup():
+    rng = np.random.default_rng(2)
+    tables = [{0: list(rng.integers(1, 120, 64))} for _ in range(5)]
+    tables += [{0: [2] * 64}, {0: list(range(1, 65))}, {0: [1] * 63}, {}, None, {0: None}, {0: "x" * 64}]
+    for q in tables:
+        assert jpeg_quality(q) == _ref_jpeg_quality(q), q
