@@ -3,8 +3,8 @@
 A frozen copy, kept only as the reference of tests/test_statistics_speed_parity.py: the
 engine's `statistics.texture` was rewritten for speed, and its values must stay those of this
 code (statistic values are tuned against bench/bench_truth.py). Do not edit it to follow the
-engine; helpers the speed work left untouched (`_mean_squares`, `_spectrum_plan`, `mean32`)
-are imported from the engine.
+engine; helpers the speed work left untouched (`_mean_squares`, `_spectrum_plan`, `mean32`,
+the histogram moments of `statistics.image`) are imported from the engine.
 """
 
 from __future__ import annotations
@@ -13,11 +13,28 @@ import math
 from typing import Any
 
 import numpy as np
+from PIL import Image
 from scipy import fft as scipy_fft
 
-from perception_gap.statistics.sampling import mean32
+from perception_gap.statistics.image import (
+    _V,
+    LUM_PERCENTILES,
+    ImageStats,
+    _centre_crop_box,
+    _channel_moments,
+    _coarse_hist_u8,
+    _luma_u8,
+    _percentiles_from_hist,
+)
+from perception_gap.statistics.sampling import floats, mean32, sample_grid, sample_stride
 from perception_gap.statistics.texture import (
-    _PLANES, NOISE_FLAT_BIAS, NOISE_FLAT_PERCENT, SPECTRUM_FLOOR, _mean_squares, _spectrum_plan,
+    _PLANES,
+    NOISE_FLAT_BIAS,
+    NOISE_FLAT_PERCENT,
+    SPECTRUM_FLOOR,
+    _mean_squares,
+    _nearest_quality,
+    _spectrum_plan,
 )
 
 
@@ -106,3 +123,66 @@ def ref_chroma_planes(rgb: np.ndarray, luma: np.ndarray | None = None) -> np.nda
         np.floor(planes[0] * np.float32(1.0 / 65536.0), out=planes[0])
         return planes.reshape(3, h, w)
     return np.concatenate([np.asarray(luma, dtype=np.float32).reshape(1, h * w), planes]).reshape(3, h, w)
+
+
+def ref_image_stats_pil(img: Image.Image) -> ImageStats:
+    """Statistics of an 8-bit Pillow image (mode `L` or `RGB`; convert other modes first) (frozen reference)."""
+    if img.mode not in ("L", "RGB"):
+        raise ValueError(f"Expected `img.mode` in ('L', 'RGB'), got {img.mode!r}.")
+    w, h = img.size
+    s = sample_stride(h, w)
+    if s > 1:
+        sw, sh = w // s, h // s
+        grid = img.resize((sw, sh), Image.NEAREST, box=(0, 0, sw * s, sh * s))
+    else:
+        grid = img
+    rgb = img.mode == "RGB"
+    raw = grid.histogram() + grid.convert("L").histogram() if rgb else grid.histogram()
+    hists = np.array(raw, dtype=np.float64).reshape(-1, 256)
+    crop = np.asarray(img.crop(_centre_crop_box(h, w)))  # the one copy of the crop out of Pillow
+    quality = ref_jpeg_quality(getattr(img, "quantization", None)) if img.format == "JPEG" else None
+    return _ref_stats_u8(w, h, img.mode, s, hists, crop, quality)
+
+
+def ref_image_stats_rgb8(a: np.ndarray) -> ImageStats:
+    """`image_stats_pil(Image.fromarray(a))` of an (H, W, 3) uint8 array, bit for bit, without the image (frozen reference)."""
+    h, w = a.shape[:2]
+    s = sample_stride(h, w)
+    g = sample_grid(a, s)
+    hists = np.empty((4, 256))
+    for ch in range(3):
+        hists[ch] = np.bincount(g[..., ch].ravel(), minlength=256)
+    hists[3] = np.bincount(_luma_u8(g).ravel(), minlength=256)
+    left, top, right, bottom = _centre_crop_box(h, w)
+    return _ref_stats_u8(w, h, "RGB", s, hists, a[top:bottom, left:right], None)
+
+
+def _ref_stats_u8(w: int, h: int, mode: str, s: int, hists: np.ndarray, crop: np.ndarray,
+              quality: float | None) -> ImageStats:
+    """ImageStats of an 8-bit frame from its grid histograms ((C + 1, 256): channels then luma; (1, 256) grey)
+    and its central crop ((h, w, 3) or (h, w) uint8)."""
+    rgb = mode == "RGB"
+    c = 3 if rgb else 1
+    mean, std, lo, hi, lin = _channel_moments(hists[:c])
+    lum_hist = hists[-1]
+    # luma exactly as convert("L") gives it, plus Cb and Cr, in one matrix product
+    hf = ref_crop_features(ref_chroma_planes(crop) if rgb else crop.astype(np.float32)[None], 255.0)
+    return ImageStats(
+        width=w, height=h, channels=c, dtype="uint8", mode=mode, nominal_max=255.0,
+        stride=s, mean=floats(mean), std=floats(std), min=floats(lo), max=floats(hi),
+        lum_percentiles=_percentiles_from_hist(lum_hist, LUM_PERCENTILES),
+        lum_mean=float(lum_hist @ _V) / float(lum_hist.sum()),
+        lin_mean=floats(lin), hist=_coarse_hist_u8(hists[:c]), jpeg_quality=quality,
+        **hf,
+    )
+
+
+def ref_jpeg_quality(quantization: Any) -> float | None:
+    """The IJG quality nearest to a JPEG's table 0, matched on the sorted table (frozen reference)."""
+    try:
+        q0 = np.asarray(list(quantization[0]), dtype=np.float64)
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
+    if q0.size != 64:
+        return None
+    return _nearest_quality(tuple(np.sort(q0).tolist()))

@@ -1,12 +1,12 @@
 """The statistics after the speed work of issue 17 equal those before it, bit for bit.
 
-The reference is the previous implementation of the crop statistics, kept frozen in
-tests/stats_reference.py (and `_ref_jpeg_quality` below); the frame-level glue
-(`statistics.image`) is unchanged, so swapping the frozen functions in gives the previous
-`ImageStats`. Stated tolerance: none. Every field of every frame must be equal (`==` on the
-frozen dataclass, floats compared exactly): the speed work only removed temporaries and
-copies and reordered nothing that rounds (float32 sums that moved are integer sums under 2^24
-on 8-bit frames, exact in any order, or IEEE-commutative swaps).
+The reference is the previous implementation (main at f6f5adf) kept frozen in
+tests/stats_reference.py: the crop statistics, the 8-bit frame entry points and the JPEG
+quality lookup. Stated tolerance: none. Every field of every frame must be equal (`==` on the
+frozen dataclass, floats compared exactly), whether a frame is measured alone or in a batch
+with others (`image_stats_sampled`, `crop_features_batch`): the speed work removed temporaries
+and copies, and batched numpy passes over frames, but each per-frame sum is still the same
+operation on the same values (a BLAS dot per plane, a pairwise reduction per row).
 """
 
 from __future__ import annotations
@@ -16,33 +16,41 @@ import pytest
 from PIL import Image
 
 from perception_gap.statistics import image as image_mod
-from perception_gap.statistics.image import image_stats_array, image_stats_pil, image_stats_rgb8
-from perception_gap.statistics.texture import chroma_hf, chroma_planes, crop_features, jpeg_quality, texture_features
-from tests.stats_reference import _ref_noise_and_spectrum, ref_chroma_planes, ref_crop_features
-
-
-def _ref_jpeg_quality(quantization):
-    """The previous `jpeg_quality` (frozen): sorted table, nearest scaled IJG table."""
-    from perception_gap.statistics.texture import _nearest_quality
-
-    try:
-        q0 = np.asarray(list(quantization[0]), dtype=np.float64)
-    except (KeyError, TypeError, IndexError, ValueError):
-        return None
-    if q0.size != 64:
-        return None
-    return _nearest_quality(tuple(np.sort(q0).tolist()))
+from perception_gap.statistics.image import (
+    image_stats_array,
+    image_stats_pil,
+    image_stats_rgb8,
+    image_stats_sampled,
+    sample_pil,
+    sample_rgb8,
+)
+from perception_gap.statistics.texture import (
+    chroma_hf,
+    chroma_planes,
+    crop_features,
+    crop_features_batch,
+    jpeg_quality,
+    texture_features,
+)
+from tests.stats_reference import (
+    _ref_noise_and_spectrum,
+    ref_chroma_planes,
+    ref_crop_features,
+    ref_image_stats_pil,
+    ref_image_stats_rgb8,
+    ref_jpeg_quality,
+)
 
 
 @pytest.fixture()
 def reference(monkeypatch):
-    """Calls `fn(*args)` with the frozen crop statistics swapped into `statistics.image`."""
+    """Calls `fn(*args)` with the frozen crop statistics swapped into `statistics.image` (whose
+    float-array path, `image_stats_array`, the speed work left as it was)."""
 
     def run(fn, *args):
         with monkeypatch.context() as m:
             m.setattr(image_mod, "crop_features", ref_crop_features)
             m.setattr(image_mod, "chroma_planes", ref_chroma_planes)
-            m.setattr(image_mod, "jpeg_quality", _ref_jpeg_quality)
             return fn(*args)
 
     return run
@@ -64,10 +72,10 @@ def _synthetic() -> list[tuple[str, np.ndarray]]:
 @pytest.mark.parametrize("name,a", _synthetic(), ids=[n for n, _ in _synthetic()])
 def test_synthetic_frames_equal_the_previous_statistics(name, a, reference):
     img = Image.fromarray(a)
-    assert image_stats_pil(img) == reference(image_stats_pil, img)
-    assert image_stats_rgb8(a) == reference(image_stats_rgb8, a)  # the video path: a strided crop
+    assert image_stats_pil(img) == ref_image_stats_pil(img)
+    assert image_stats_rgb8(a) == ref_image_stats_rgb8(a)  # the video path: a strided crop
     grey = img.convert("L")
-    assert image_stats_pil(grey) == reference(image_stats_pil, grey)
+    assert image_stats_pil(grey) == ref_image_stats_pil(grey)
     assert image_stats_array(a) == reference(image_stats_array, a)
 
 
@@ -92,10 +100,10 @@ def test_real_jpeg_and_png_frames_equal_the_previous_statistics(shared_data, ref
     for p in paths:
         img = decode_rgb(p)
         got = image_stats_pil(img)
-        assert got == reference(image_stats_pil, img), p.name
+        assert got == ref_image_stats_pil(img), p.name
         assert (got.jpeg_quality is not None) == (p.suffix == ".jpg")
         a = np.asarray(img.convert("RGB"))
-        assert image_stats_rgb8(a) == reference(image_stats_rgb8, a), p.name
+        assert image_stats_rgb8(a) == ref_image_stats_rgb8(a), p.name
 
 
 def test_crop_level_functions_equal_the_previous_ones():
@@ -116,4 +124,23 @@ def test_jpeg_quality_equals_the_previous_lookup():
     tables = [{0: list(rng.integers(1, 120, 64))} for _ in range(5)]
     tables += [{0: [2] * 64}, {0: list(range(1, 65))}, {0: [1] * 63}, {}, None, {0: None}, {0: "x" * 64}]
     for q in tables:
-        assert jpeg_quality(q) == _ref_jpeg_quality(q), q
+        assert jpeg_quality(q) == ref_jpeg_quality(q), q
+
+
+def test_batches_equal_frames_measured_alone(shared_data):
+    """A worker's batch (JPEGs, PNGs, grey, odd sizes, video arrays, in any mix) gives each frame
+    the numbers of the previous per-frame code."""
+    from perception_gap.ingest.frames import decode_rgb
+
+    paths = sorted((shared_data / "detection_voc100" / "images").glob("*.jpg"))[:6]
+    imgs = [decode_rgb(p) for p in paths]
+    imgs += [imgs[0].convert("L"), imgs[1].crop((3, 5, 200, 150)), imgs[2].convert("L").crop((0, 0, 90, 61))]
+    arrays = [a for _, a in _synthetic()]
+    sampled = [sample_pil(i) for i in imgs] + [sample_rgb8(a) for a in arrays]
+    want = [ref_image_stats_pil(i) for i in imgs] + [ref_image_stats_rgb8(a) for a in arrays]
+    order = np.random.default_rng(4).permutation(len(sampled))
+    got = image_stats_sampled([sampled[i] for i in order])
+    assert got == [want[i] for i in order]
+    rng = np.random.default_rng(8)
+    planes = rng.normal(100, 40, (5, 3, 40, 52)).round().astype(np.float32)
+    assert crop_features_batch(planes.copy(), 255.0) == [ref_crop_features(p.copy(), 255.0) for p in planes]
