@@ -258,7 +258,9 @@ def image_stats_sampled(frames: list[Sampled]) -> list[ImageStats]:
     hf: list[dict[str, Any]] = [{} for _ in frames]
     for (mode, _), idx in groups.items():
         if mode == "RGB":  # luma exactly as convert("L") gives it, plus Cb and Cr
-            planes = np.stack([chroma_planes(frames[i].crop) for i in idx])
+            planes = np.empty((len(idx), 3) + frames[idx[0]].crop.shape[:2], dtype=np.float32)
+            for k, i in enumerate(idx):
+                chroma_planes(frames[i].crop, out=planes[k])
         else:
             planes = np.stack([frames[i].crop for i in idx]).astype(np.float32)[:, None]
         for i, feats in zip(idx, crop_features_batch(planes, 255.0)):

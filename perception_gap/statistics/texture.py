@@ -148,7 +148,8 @@ def _duplicates(dx: np.ndarray, outs: list[dict[str, Any]]) -> None:
     n, rows, w1 = dx.shape
     # exact equality of neighbours, at even and odd columns
     eq = dx == 0
-    c_all, c_even = np.count_nonzero(eq, axis=(1, 2)).tolist(), np.count_nonzero(eq[:, :, 0::2], axis=(1, 2)).tolist()
+    # per frame: count_nonzero over a whole array is ~2x faster than with `axis`
+    c_all, c_even = [np.count_nonzero(e) for e in eq], [np.count_nonzero(e[:, 0::2]) for e in eq]
     n_even, n_odd = rows * ((w1 + 1) // 2), rows * (w1 // 2)
     for out, ca, ce in zip(outs, c_all, c_even):
         out["dup_frac"] = ca / (rows * w1)
@@ -235,7 +236,7 @@ def texture_features(lum: np.ndarray, scale: float = 1.0) -> dict[str, Any]:
     return _noise_and_spectrum(lum[None], d2x[None], scale)[0]
 
 
-def chroma_planes(rgb: np.ndarray, luma: np.ndarray | None = None) -> np.ndarray:
+def chroma_planes(rgb: np.ndarray, luma: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
     """(h, w, 3) RGB crop -> (3, h, w) float32 stack [luma, Cb, Cr] for `crop_features`.
 
     Args:
@@ -243,17 +244,21 @@ def chroma_planes(rgb: np.ndarray, luma: np.ndarray | None = None) -> np.ndarray
         luma: (h, w) luma to put in plane 0; None: the integer BT.601 luma of Pillow's
             `convert("L")` ((19595 R + 38470 G + 7471 B + 2^15) >> 16), exact for 8-bit
             values (every partial sum is an integer under 2^24, exact in float32).
+        out: a contiguous (3, h, w) float32 array to write the planes into (luma None only):
+            a batch's slot, which saves stacking copies.
     """
     h, w = rgb.shape[:2]
     # pixel-major R, G, B (a contiguous cast: ~3x cheaper than gathering planes first); the
     # matrix product reads it transposed, with the same sums as from planar R, G, B (tested)
     c = rgb[..., :3].astype(np.float32).reshape(h * w, 3)
-    planes = (_PLANES if luma is None else _PLANES[1:]) @ c.T  # one matrix product, (3 or 2, h*w)
-    if luma is None:
-        planes[0] += np.float32(32768.0)
-        np.floor(planes[0] * np.float32(1.0 / 65536.0), out=planes[0])
-        return planes.reshape(3, h, w)
-    return np.concatenate([np.asarray(luma, dtype=np.float32).reshape(1, h * w), planes]).reshape(3, h, w)
+    if luma is not None:
+        planes = _PLANES[1:] @ c.T  # one matrix product, (2, h*w)
+        return np.concatenate([np.asarray(luma, dtype=np.float32).reshape(1, h * w), planes]).reshape(3, h, w)
+    planes = np.matmul(_PLANES, c.T, out=None if out is None else out.reshape(3, h * w))
+    planes[0] += np.float32(32768.0)
+    planes[0] *= np.float32(1.0 / 65536.0)
+    np.floor(planes[0], out=planes[0])
+    return planes.reshape(3, h, w)
 
 
 def chroma_hf(rgb: np.ndarray) -> float | None:
