@@ -126,35 +126,41 @@ def ref_chroma_planes(rgb: np.ndarray, luma: np.ndarray | None = None) -> np.nda
 
 
 def ref_image_stats_pil(img: Image.Image) -> ImageStats:
-    """Statistics of an 8-bit Pillow image (mode `L` or `RGB`; convert other modes first) (frozen reference)."""
+    """The previous `image_stats_pil`, from the decoded pixels (frozen reference).
+
+    Pillow's nearest-neighbour grid is `sample_grid` (offset s // 2) and its luma `_luma_u8`
+    (the previous code's own equivalence, tested there), so the histograms are taken with numpy
+    here rather than by a copy of the Pillow calls the engine still makes.
+    """
     if img.mode not in ("L", "RGB"):
         raise ValueError(f"Expected `img.mode` in ('L', 'RGB'), got {img.mode!r}.")
-    w, h = img.size
-    s = sample_stride(h, w)
-    if s > 1:
-        sw, sh = w // s, h // s
-        grid = img.resize((sw, sh), Image.NEAREST, box=(0, 0, sw * s, sh * s))
-    else:
-        grid = img
-    rgb = img.mode == "RGB"
-    raw = grid.histogram() + grid.convert("L").histogram() if rgb else grid.histogram()
-    hists = np.array(raw, dtype=np.float64).reshape(-1, 256)
-    crop = np.asarray(img.crop(_centre_crop_box(h, w)))  # the one copy of the crop out of Pillow
     quality = ref_jpeg_quality(getattr(img, "quantization", None)) if img.format == "JPEG" else None
-    return _ref_stats_u8(w, h, img.mode, s, hists, crop, quality)
+    a = np.asarray(img)
+    h, w = a.shape[:2]
+    s = sample_stride(h, w)
+    if img.mode == "RGB":
+        return _ref_stats_u8(w, h, "RGB", s, *_ref_rgb8_parts(a), quality)
+    hists = np.bincount(sample_grid(a, s).ravel(), minlength=256)[None].astype(np.float64)
+    left, top, right, bottom = _centre_crop_box(h, w)
+    return _ref_stats_u8(w, h, "L", s, hists, a[top:bottom, left:right], quality)
 
 
 def ref_image_stats_rgb8(a: np.ndarray) -> ImageStats:
     """`image_stats_pil(Image.fromarray(a))` of an (H, W, 3) uint8 array, bit for bit, without the image (frozen reference)."""
     h, w = a.shape[:2]
-    s = sample_stride(h, w)
-    g = sample_grid(a, s)
+    return _ref_stats_u8(w, h, "RGB", sample_stride(h, w), *_ref_rgb8_parts(a), None)
+
+
+def _ref_rgb8_parts(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(grid histograms (4, 256), central crop) of an (H, W, 3) uint8 array (frozen reference)."""
+    h, w = a.shape[:2]
+    g = sample_grid(a, sample_stride(h, w))
     hists = np.empty((4, 256))
     for ch in range(3):
         hists[ch] = np.bincount(g[..., ch].ravel(), minlength=256)
     hists[3] = np.bincount(_luma_u8(g).ravel(), minlength=256)
     left, top, right, bottom = _centre_crop_box(h, w)
-    return _ref_stats_u8(w, h, "RGB", s, hists, a[top:bottom, left:right], None)
+    return hists, a[top:bottom, left:right]
 
 
 def _ref_stats_u8(w: int, h: int, mode: str, s: int, hists: np.ndarray, crop: np.ndarray,
