@@ -177,7 +177,10 @@ def _noise_and_spectrum(lum: np.ndarray, lapx: np.ndarray, scale: float) -> list
     gx += gy
     g2 = _box3_valid(gx)  # (n, h-4, w-4)
     k = (h - 4) * (w - 4) * NOISE_FLAT_PERCENT // 100
-    flat = g2 <= np.partition(g2.reshape(n, -1), k, axis=1)[:, k, None, None]
+    # the k-th smallest as int32 bit patterns: for floats >= 0 (sums of squares) their order is
+    # the floats' order, and selecting on integers takes ~40% less time; the same value, bit for bit
+    kth = np.partition(g2.reshape(n, -1).view(np.int32), k, axis=1)[:, k].view(np.float32)
+    flat = g2 <= kth[:, None, None]
     # Immerkaer's kernel (luma units) on the same (h-4, w-4) pixels: integer sums on 8-bit luma
     r = lapx[:, 1:-3, 1:-1] + lapx[:, 3:-1, 1:-1]
     r -= 2 * lapx[:, 2:-2, 1:-1]
