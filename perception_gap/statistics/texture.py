@@ -149,7 +149,8 @@ def _duplicates(dx: np.ndarray, outs: list[dict[str, Any]]) -> None:
     # exact equality of neighbours, at even and odd columns
     eq = dx == 0
     # per frame: count_nonzero over a whole array is ~2x faster than with `axis`
-    c_all, c_even = [np.count_nonzero(e) for e in eq], [np.count_nonzero(e[:, 0::2]) for e in eq]
+    c_all = [int(np.count_nonzero(e)) for e in eq]
+    c_even = [int(np.count_nonzero(e[:, 0::2])) for e in eq]
     n_even, n_odd = rows * ((w1 + 1) // 2), rows * (w1 // 2)
     for out, ca, ce in zip(outs, c_all, c_even):
         out["dup_frac"] = ca / (rows * w1)
