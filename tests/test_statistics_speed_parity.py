@@ -11,6 +11,8 @@ operation on the same values (a BLAS dot per plane, a pairwise reduction per row
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -156,3 +158,32 @@ def test_batches_equal_frames_measured_alone(shared_data):
     rng = np.random.default_rng(8)
     planes = rng.normal(100, 40, (5, 3, 40, 52)).round().astype(np.float32)
     assert crop_features_batch(planes.copy(), 255.0) == [ref_crop_features(p.copy(), 255.0) for p in planes]
+
+
+def test_worker_batches_keep_order_reasons_and_values(shared_data, tmp_path):
+    """`rgb_stats_job` over more files than a batch, with a corrupt and a changed file among them:
+    results in input order, each good frame with the previous code's numbers, each bad one with its
+    own outcome; a frame that breaks its batch is measured alone and only it is skipped."""
+    from perception_gap.ingest.entries import content_hash
+    from perception_gap.ingest.frames import decode_rgb
+    from perception_gap.statistics.image import Sampled
+    from perception_gap.statistics.workers import BATCH, _measured, rgb_stats_job
+
+    srcs = sorted((shared_data / "detection_voc100" / "images").glob("*.jpg"))[: BATCH + 3]
+    items = [(content_hash(p.read_bytes()), str(p)) for p in srcs]
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(srcs[0].read_bytes()[:300])
+    items.insert(2, (content_hash(bad.read_bytes()), str(bad)))
+    items.insert(5, ("0" * 32, str(srcs[1])))  # bytes no longer hash to what was indexed
+    out = rgb_stats_job(items)
+    assert [h for h, _, _ in out] == [h for h, _ in items]
+    assert out[2][1] is None and "not a readable image" in out[2][2]
+    assert out[5][1:] == (None, None)
+    good = [(r, p) for r, (_, p) in zip(out, items) if r[1] is not None]
+    assert len(good) == len(srcs)
+    assert same([r[1] for r, _ in good], [ref_image_stats_pil(decode_rgb(Path(p))) for _, p in good])
+    ok = sample_pil(decode_rgb(srcs[0]))
+    broken = Sampled(ok.width, ok.height, "L", ok.stride, ok.hists[:1], ok.crop, None)  # an L frame with RGB pixels
+    res = _measured([("a", ok, None), ("b", broken, None)])
+    assert res[0][::2] == ("a", None) and same(res[0][1], ref_image_stats_pil(decode_rgb(srcs[0])))
+    assert res[1][:2] == ("b", None) and res[1][2].startswith("cannot compute statistics")
