@@ -22,7 +22,10 @@ pipeline, with per-row jitter of the exposure, sharpness and embedding values), 
 `drift --current-dir` of --cur freshly rendered frames runs in a child process, timed with its
 peak RSS; a second identical check shows the cached baseline sample at work.
 
-    python bench/bench_drift.py --baseline 1000000 --cur 10000   # targets: < 60 s, < 4 GB peak RSS
+    python bench/bench_drift.py --baseline 1000000 --cur 10000 --workdir /dev/shm/drift1m  # < 60 s, < 4 GB peak RSS
+
+`--workdir` keeps the catalog and frames there (`/dev/shm`: RAM, so the disk is out of the figures),
+`--reuse` reruns the checks on the kept baseline, `--profile` runs them under py-spy.
 
 A report, not a test: always exits 0.
 """
