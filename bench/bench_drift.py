@@ -22,7 +22,10 @@ pipeline, with per-row jitter of the exposure, sharpness and embedding values), 
 `drift --current-dir` of --cur freshly rendered frames runs in a child process, timed with its
 peak RSS; a second identical check shows the cached baseline sample at work.
 
-    python bench/bench_drift.py --baseline 1000000 --cur 10000   # targets: < 60 s, < 4 GB peak RSS
+    python bench/bench_drift.py --baseline 1000000 --cur 10000 --workdir /dev/shm/drift1m  # < 60 s, < 4 GB peak RSS
+
+`--workdir` keeps the catalog and frames there (`/dev/shm`: RAM, so the disk is out of the figures),
+`--reuse` reruns the checks on the kept baseline, `--profile` runs them under py-spy.
 
 A report, not a test: always exits 0.
 """
@@ -30,13 +33,16 @@ A report, not a test: always exits 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -53,6 +59,23 @@ def make_set(root: Path, n: int, seed: int) -> Path:
     rng = np.random.default_rng(seed)
     for i, s in enumerate(scenes(n, h=120, w=160, seed=seed)):
         Image.fromarray(render(s, 1.0, 0.01, rng)).save(root / f"f{i:05d}.png", compress_level=1)
+    return root
+
+
+def make_jittered_set(root: Path, n: int, seed: int, pool: int, noise_seed: int = 0) -> Path:
+    """`n` distinct frames from `pool` rendered ones (as `make_set`), each with its own jitter:
+    a global gain of 0.99-1.01 and one +-1 level on ~3% of its pixels. Rendering (a float64 power
+    a pixel) is half the cost of a frame; this keeps the PNG write, and every frame still has its
+    own content hash, so the check decodes, measures and embeds each one."""
+    from scenes import render, scenes
+
+    root.mkdir(parents=True)
+    rng = np.random.default_rng(noise_seed)
+    base = [render(s, 1.0, 0.01, rng).astype(np.float32) for s in scenes(min(pool, n), h=120, w=160, seed=seed)]
+    flips = [(rng.random(base[0].shape) < 0.03) * rng.choice(np.float32([-1, 1]), base[0].shape) for _ in range(64)]
+    for i in range(n):
+        v = base[i % len(base)] * rng.uniform(0.99, 1.01) + flips[i % 64]
+        Image.fromarray(np.clip(v, 0, 255).round().astype(np.uint8)).save(root / f"f{i:05d}.png", compress_level=1)
     return root
 
 
@@ -105,12 +128,15 @@ def synthetic_baseline(db: str, templates: Path, n: int, seed: int = 0, chunk: i
         t_rows = time.perf_counter() - t0
         rng = np.random.default_rng(seed)
         dim = emb.shape[1]
+        # jitter rows from a pool of 4,099 (prime) noise vectors: template i % k gets noise i % 4,099,
+        # distinct for 2 million frames, without drawing n x dim normals
+        noise = scale * rng.standard_normal((4099, dim), dtype=np.float32)
         for lo in range(0, n, chunk):
             # one Arrow table a chunk, one plain INSERT (the hashes are new by construction: no
             # conflict check against the rows already there, unlike write_embeddings' INSERT OR IGNORE)
             idx = np.arange(lo, min(n, lo + chunk))
             vec = emb[idx % k]
-            vec += scale * rng.standard_normal((len(idx), dim), dtype=np.float32)
+            vec += noise[idx % len(noise)]
             batch = pa.table({  # noqa: F841 (DuckDB reads it by name)
                 "content_hash": pa.array([f"syn{i}" for i in idx], pa.string()),
                 "vector": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), dim)})
@@ -123,38 +149,60 @@ def synthetic_baseline(db: str, templates: Path, n: int, seed: int = 0, chunk: i
         return time.perf_counter() - t0
 
 
+def _drift_child(argv: list[str]) -> tuple[float, Any, int, str]:
+    """Run one drift CLI child: (wall s, its rusage with its pool workers, exit code, stderr)."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        # this child's own usage (with its pool workers), not the largest of every child so far
+        _, status, ru = os.wait4(proc.pid, 0)
+        err.seek(0)
+        return time.perf_counter() - t0, ru, os.waitstatus_to_exitcode(status), err.read()
+
+
 def large_baseline(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
+    with contextlib.ExitStack() as stack:
+        if args.workdir:
+            tmp = Path(args.workdir)
+            tmp.mkdir(parents=True, exist_ok=True)
+        else:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        print(f"workdir {tmp} ({'RAM-backed' if str(tmp).startswith('/dev/shm') else 'disk'}); "
+              f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+        built = tmp / f"base{args.baseline}.duckdb"  # the built baseline, kept for --reuse
+        cur = tmp / f"cur{args.cur}"
         t0 = time.perf_counter()
-        templates = make_set(tmp / "tmpl", args.templates, 1)
-        cur = make_set(tmp / "cur", args.cur, 2)
-        print(f"generated {args.templates} template + {args.cur} current frames (160x120 PNG) in "
-              f"{time.perf_counter() - t0:.1f} s")
-        db = str(tmp / "c.duckdb")
-        t_w = synthetic_baseline(db, templates, args.baseline)
-        size = Path(db).stat().st_size / 2**30
-        print(f"baseline: {args.baseline:,} frames + statistics + pixel embeddings written in {t_w:.1f} s "
-              f"(catalog {size:.2f} GiB)")
-        for run, cur_set in (("first", "cur"), ("again", "cur")):
-            argv = [sys.executable, str(REPO / "cli.py"), "drift", "--baseline", "base", "--current", cur_set,
-                    "--current-dir", str(cur), "--out", str(tmp / f"o_{run}"), "--encoders", "pixel", "--db", db, "-q"]
-            t0 = time.perf_counter()
-            with tempfile.TemporaryFile("w+") as err:
-                proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, text=True)
-                # this child's own usage (with its pool workers), not the largest of every child so far
-                _, status, ru = os.wait4(proc.pid, 0)
-                proc.returncode = os.waitstatus_to_exitcode(status)
-                err.seek(0)
-                stderr = err.read()
-            wall = time.perf_counter() - t0
-            cpu = ru.ru_utime + ru.ru_stime
-            res = json.loads((tmp / f"o_{run}" / "results.json").read_text()) if proc.returncode in (0, 1) else {}
+        if not (args.reuse and cur.is_dir()):
+            shutil.rmtree(cur, ignore_errors=True)
+            # new captures of the templates' scenes (seed 1): another noise draw, another jitter
+            make_jittered_set(cur, args.cur, 1, args.templates, noise_seed=2)
+            print(f"generated {args.cur} current frames (160x120 PNG, {args.templates} rendered, jittered) in "
+                  f"{time.perf_counter() - t0:.1f} s", flush=True)
+        if not (args.reuse and built.exists()):
+            shutil.rmtree(tmp / "tmpl", ignore_errors=True)
+            built.unlink(missing_ok=True)
+            templates = make_set(tmp / "tmpl", args.templates, 1)
+            t_w = synthetic_baseline(str(built), templates, args.baseline)
+            print(f"baseline: {args.baseline:,} frames + statistics + pixel embeddings written in {t_w:.1f} s "
+                  f"(catalog {built.stat().st_size / 2**30:.2f} GiB)", flush=True)
+        db = tmp / "c.duckdb"
+        shutil.copyfile(built, db)  # every run starts from the same baseline-only catalog
+        for run in ("first", "again"):
+            out = tmp / f"o_{run}"
+            shutil.rmtree(out, ignore_errors=True)
+            argv = [sys.executable, str(REPO / "cli.py"), "drift", "--baseline", "base", "--current", "cur",
+                    "--current-dir", str(cur), "--out", str(out), "--encoders", "pixel", "--db", str(db), "-q"]
+            if args.profile:
+                argv = ["py-spy", "record", "--subprocesses", "-r", "50", "-f", "raw",
+                        "-o", str(tmp / f"profile_{run}.txt"), "--", *argv]
+            load = os.getloadavg()[0]
+            wall, ru, rc, stderr = _drift_child(argv)
+            res = json.loads((out / "results.json").read_text()) if rc in (0, 1) else {}
             sample = res.get("drift", {}).get("baseline_sample")
             print(f"drift {run:5s} ({'index + ' if run == 'first' else ''}check of {args.cur:,} frames): wall {wall:6.1f} s, "
-                  f"CPU {cpu:6.1f} s, peak RSS {ru.ru_maxrss / 2**20:.2f} GiB (the drift process and its workers), "
-                  f"exit {proc.returncode}; baseline sample {sample}", flush=True)
-            if proc.returncode not in (0, 1):
+                  f"CPU {ru.ru_utime + ru.ru_stime:6.1f} s, peak RSS {ru.ru_maxrss / 2**20:.2f} GiB (the drift process "
+                  f"and its workers), load {load:.1f}, exit {rc}; baseline sample {sample}", flush=True)
+            if rc not in (0, 1):
                 print(stderr[-2000:])
             failed = [g["name"] for g in res.get("drift", {}).get("gates", []) if g["status"] == "failed"]
             print(f"  gates failed: {failed or 'none'}")
@@ -167,7 +215,14 @@ def main() -> None:
     ap.add_argument("--encoders", default="pixel", help="encoders for the embedding gates (default pixel)")
     ap.add_argument("--baseline", type=int, default=None,
                     help="a synthetic baseline of this many frames written straight into the catalog (see above)")
-    ap.add_argument("--templates", type=int, default=2_000, help="rendered frames the synthetic baseline copies")
+    ap.add_argument("--templates", type=int, default=500,
+                    help="rendered frames the synthetic baseline copies (and the current frames jitter)")
+    ap.add_argument("--workdir", default=None,
+                    help="folder for the catalog and frames, kept afterwards (e.g. /dev/shm/drift: RAM-backed, "
+                         "takes the disk out of the measurement); default a temporary folder")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --workdir: reuse the built baseline and current frames found there")
+    ap.add_argument("--profile", action="store_true", help="run each drift child under py-spy (raw profile in workdir)")
     args = ap.parse_args()
     if args.baseline is not None:
         large_baseline(args)

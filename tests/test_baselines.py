@@ -83,6 +83,60 @@ def test_load_with_paths_reads_exactly_those_frames(tmp_path):
     assert len(cat.load_frames("b")) == 30 and len(cat.load_embeddings("b", "fp")[0]) == 30
 
 
+def _embeddings_one_join(cat: Catalog, set_name: str, fp: str, paths=None):
+    """The one-query read `load_embeddings` used before it read keys, then vectors by rowid (the reference)."""
+    from perception_gap.catalog.baselines import paths_table
+
+    sample = paths_table(paths or ())  # noqa: F841 (DuckDB reads it by name)
+    only = "" if paths is None else "AND f.rgb_path IN (SELECT p FROM sample) "
+    tbl = cat.con.cursor().sql(
+        "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.vector FROM frames f "
+        "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
+        f"WHERE f.set_name = $set AND f.status = 'ok' {only}ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
+        params={"fp": fp, "set": set_name}).to_arrow_table()
+    return tbl.drop_columns(["vector"]).to_pylist(), np.asarray(tbl.column("vector").to_pylist(), np.float32)
+
+
+def test_load_embeddings_reads_keys_then_vectors_like_one_join(tmp_path):
+    rng = np.random.default_rng(0)
+    cat = Catalog(tmp_path / "c.duckdb")
+    with cat.session():
+        for name in ("a", "b"):
+            cat.ensure_set(name, "real")
+        # set b's frames: out of order, two frames sharing content, one frame never embedded,
+        # one whose content has a vector under another fingerprint only
+        rows = _rows("b", range(40))
+        rows[5]["content_hash"] = rows[6]["content_hash"] = "shared"
+        rows[9]["episode"] = None
+        cat.write_frames(rows[::-1])
+        cat.write_frames([{**r, "set_name": "a", "content_hash": f"a{i}"} for i, r in enumerate(_rows("a", range(25)))])
+        vec = {h: rng.standard_normal(6).astype(np.float32) for h in [f"h{i}" for i in range(40)] + ["shared"]}
+        vec.update({f"a{i}": rng.standard_normal(6).astype(np.float32) for i in range(25)})
+        order = list(vec)
+        rng.shuffle(order)
+        skip = {"h12", "h20"}  # h12: no vector at all; h20: only under fingerprint fp2
+        for lo in range(0, len(order), 7):  # the two sets' rows interleaved over several writes
+            hs = [h for h in order[lo:lo + 7] if h not in skip]
+            cat.write_embeddings("enc", "fp", hs, np.stack([vec[h] for h in hs]))
+            cat.write_embeddings("enc", "fp2", hs, np.stack([vec[h] + 1 for h in hs]))
+        cat.write_embeddings("enc", "fp2", ["h20"], vec["h20"][None])
+        keep = ("/f/0005.png", "/f/0006.png", "/f/0009.png", "/f/0012.png", "/f/0031.png", "/f/0003.png")
+        for args in (("b", "fp"), ("b", "fp2"), ("a", "fp"), ("b", "fp", keep), ("b", "fp2", keep), ("b", "none")):
+            meta, arr = cat.load_embeddings(*args)
+            ref_meta, ref_arr = _embeddings_one_join(cat, *args)
+            assert meta == ref_meta and len(meta) == len(arr)
+            if len(ref_arr):
+                np.testing.assert_array_equal(arr, ref_arr)
+            else:  # no vector under that fingerprint: an empty array, as before
+                assert args[1] == "none" and arr.size == 0
+        meta, arr = cat.load_embeddings("b", "fp")
+        assert len(meta) == 38 and {"/f/0012.png", "/f/0020.png"}.isdisjoint(m["rgb_path"] for m in meta)
+        at = {m["rgb_path"]: i for i, m in enumerate(meta)}
+        np.testing.assert_array_equal(arr[at["/f/0005.png"]], vec["shared"])  # both frames of the shared content
+        np.testing.assert_array_equal(arr[at["/f/0006.png"]], vec["shared"])
+        np.testing.assert_array_equal(arr[at["/f/0031.png"]], vec["h31"])
+
+
 def test_sampled_reads_bound_duckdb_memory_and_restore_it(tmp_path):
     from perception_gap.catalog.baselines import SAMPLE_READ_MEMORY, bounded_read
 

@@ -122,6 +122,31 @@ def test_failure_mid_run_keeps_finished_batches_and_rerun_completes(catalog, mon
     assert count(db, "SELECT count(*) FROM (SELECT content_hash FROM embeddings GROUP BY ALL HAVING count(*) > 1)") == 0
 
 
+def test_vectors_are_stored_in_writes_of_whole_batches(catalog, monkeypatch):
+    import perception_gap.embed as embed_mod
+
+    db, _ = catalog
+    with Catalog(db) as cat:
+        (ref,) = embed_sets(cat, ["pixel"], None, device="cpu", batch_size=4)
+        want = dict(cat.con.execute("SELECT content_hash, vector FROM embeddings").fetchall())
+        cat.con.execute("DELETE FROM embeddings")
+    writes: list[int] = []
+    real_write = Catalog.write_embeddings
+
+    def counted(self, encoder, fingerprint, hashes, vectors, skips=()):
+        writes.append(len(hashes))
+        return real_write(self, encoder, fingerprint, hashes, vectors, skips)
+
+    monkeypatch.setattr(Catalog, "write_embeddings", counted)
+    monkeypatch.setattr(embed_mod, "EMBED_WRITE_EVERY", 8)
+    with Catalog(db) as cat:
+        (r,) = embed_sets(cat, ["pixel"], None, device="cpu", batch_size=4)
+        got = dict(cat.con.execute("SELECT content_hash, vector FROM embeddings").fetchall())
+    # 11 frames in batches of 4: two whole batches (8 frames) a write, then the last 3
+    assert r.embedded == ref.embedded == 11 and writes == [8, 3]
+    assert got.keys() == want.keys() and all(np.array_equal(got[h], want[h]) for h in want)
+
+
 def test_kill_9_then_rerun_leaves_one_row_per_frame(tmp_path):
     root = tmp_path / "many"
     root.mkdir()

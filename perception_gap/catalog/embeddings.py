@@ -68,26 +68,41 @@ class EmbeddingsMixin:
     def load_embeddings(self, set_name: str, fingerprint: str,
                         paths: tuple[str, ...] | None = None) -> tuple[list[dict[str, Any]], "Any"]:
         """Usable frames of a set that have an embedding: (frame rows, (N, D) float32 array); only
-        those at `paths` (rgb_path) when given (a baseline sample)."""
+        those at `paths` (rgb_path) when given (a baseline sample).
+
+        Two reads, so the cost follows the set, not the table: the frames joined with the keys of
+        their embeddings (no vectors: DuckDB would otherwise read every vector of the table into the
+        join, 21 s and 6.7 GiB for 10,000 frames next to a 10^6-frame baseline), then the vectors of
+        those rows by rowid, which skips the row groups that hold none of them (a new set's rows lie
+        together at the end of the table). A sample's reads run under `bounded_read`: its rows are
+        spread over every block of the table.
+        """
         import numpy as np
 
         sample = paths_table(paths or ())  # noqa: F841 (DuckDB reads it by name)
         only = "" if paths is None else "AND f.rgb_path IN (SELECT p FROM sample) "
-
         # a fresh cursor: `sql` refuses to run while an earlier `execute` result is unconsumed
         with bounded_read(self.con, paths is not None):
-            tbl = self.con.cursor().sql(
-                "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.vector FROM frames f "
+            keys = self.con.cursor().sql(
+                "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.rowid AS _row FROM frames f "
                 "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
                 f"WHERE f.set_name = $set AND f.status = 'ok' {only}ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
                 params={"fp": fingerprint, "set": set_name}).to_arrow_table()
-        n = tbl.num_rows
-        if n == 0:
-            return [], np.zeros((0, 0), np.float32)
+            n = keys.num_rows
+            if n == 0:
+                return [], np.zeros((0, 0), np.float32)
+            rows = keys.column("_row").to_numpy()
+            ids = pa.table({"r": pa.array(np.unique(rows), pa.int64())})  # noqa: F841 (DuckDB reads it by name)
+            tbl = self.con.cursor().sql(
+                "SELECT rowid AS r, vector FROM embeddings WHERE rowid BETWEEN $lo AND $hi AND rowid IN (SELECT r FROM ids)",
+                params={"lo": int(rows.min()), "hi": int(rows.max())}).to_arrow_table()
         vec = tbl.column("vector").combine_chunks()
         dim = len(vec[0])
-        arr = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(n, dim)
-        meta = tbl.drop_columns(["vector"]).to_pylist()
+        found = tbl.column("r").to_numpy()
+        stored = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(len(found), dim)
+        order = np.argsort(found)
+        arr = stored[order[np.searchsorted(found, rows, sorter=order)]]  # frames sharing content share a row
+        meta = keys.drop_columns(["_row"]).to_pylist()
         return meta, arr
 
     def embedding_counts(self, fingerprint: str) -> dict[str, int]:
