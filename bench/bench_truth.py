@@ -306,6 +306,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="fewer magnitudes, 10 frames a camera")
     ap.add_argument("--split", choices=("tune", "holdout", "all"), default="all")
     ap.add_argument("--seeds", type=int, default=1, help="seeds per camera (default 1)")
+    ap.add_argument("--seed-offset", type=int, default=0,
+                    help="start at the split's first seed + this (fresh holdout seeds: 0 was read before)")
     ap.add_argument("--frames", type=int, default=None, help="frames per camera (default 16; quick 10)")
     ap.add_argument("--family", action="append", default=[],
                     help="only fault families starting with this (repeatable; controls always run)")
@@ -337,7 +339,7 @@ def run_all(args: argparse.Namespace, cams: list, tmp: Path, progress) -> list[C
         runner = Runner(cat, tmp)
         for cam in cams:
             base = 0 if _split_of(cam.name) == "tune" else HOLDOUT_SEED
-            for seed in range(base, base + args.seeds):
+            for seed in range(base + args.seed_offset, base + args.seed_offset + args.seeds):
                 idx = split_indices(len(cam.rgb_paths), args.frames, seed + zlib.crc32(cam.name.encode()))
                 for fault in faults:
                     if fault.needs == "depth" and cam.depth_paths is None:

@@ -9,7 +9,15 @@ import pytest
 from scipy.stats import mannwhitneyu
 from test_plumbing import image_set, run
 
-from perception_gap.diagnoses.common import DIST_ALPHA, DIST_MIN_FRAMES, dist_clear, dist_z, rank_p
+from perception_gap.diagnoses.common import (
+    DIST_ALPHA,
+    DIST_MIN_FRAMES,
+    DIST_Z,
+    SMALL_SET_MARGIN,
+    dist_clear,
+    dist_z,
+    rank_p,
+)
 
 
 def test_min_frames_is_where_the_exact_test_can_first_reach_alpha():
@@ -37,11 +45,17 @@ def test_a_clear_median_shift_without_rank_separation_is_not_clear():
     assert dist_clear(a[:6], b[:6])  # 6 v 6 fully separated: p = 2/924
 
 
-def test_small_sets_need_complete_separation():
+def test_sets_too_small_for_the_rank_test_need_separation_by_the_practical_bar():
     a = np.array([0.0, 0.1, 0.2, 0.3])
-    assert dist_clear(a, a + 5)  # 4 v 4 fully separated, huge z
+    assert dist_clear(a, a + 5, margin=1.0)  # 4 v 4 fully separated, nearest frames 4.7 apart
+    near = a + 0.6  # fully separated (z 4.6), but the nearest frames are only 0.3 apart
+    assert dist_z(a, near) >= DIST_Z and dist_clear(a, near, margin=0.3 / SMALL_SET_MARGIN)
+    assert not dist_clear(a, near, margin=0.31 / SMALL_SET_MARGIN)
+    assert not dist_clear(a, a + 5)  # no practical bar given: never clear below the rank test's reach
     b = np.array([0.25, 5.0, 5.1, 5.2])  # one real frame below a sim frame: not separated
-    assert dist_z(a, b) >= 3 and not dist_clear(a, b)
+    assert dist_z(a, b) >= 3 and not dist_clear(a, b, margin=0.0)
+    five = np.array([0.0, 0.1, 0.2, 0.3, 0.4])
+    assert dist_clear(five, five + 0.6)  # 5 v 5: the rank test decides (p = 2/252), no margin asked
 
 
 def test_tiny_unpaired_sets_say_what_they_cannot_tell():

@@ -123,7 +123,7 @@ def _too_few_unpaired(ctx: Context) -> Finding | None:
     return Finding("insufficient_data", "info",
                    f"Only {len(fs)} sim and {len(fr)} real frames, unpaired: appearance gaps (brightness, white "
                    f"balance, noise, compression, sharpness, resize filter, depth dropout) are named only when "
-                   f"every frame of one side lies beyond every frame of the other; smaller gaps cannot be told "
-                   f"from scene-to-scene variation with fewer than {DIST_MIN_FRAMES} frames a side.",
+                   f"every frame of one side lies far beyond every frame of the other; smaller gaps cannot be "
+                   f"told from scene-to-scene variation with fewer than {DIST_MIN_FRAMES} frames a side.",
                    ev, f"Index at least {DIST_MIN_FRAMES} frames a side, or {MIN_PAIRS} matched pairs (shared pair "
                        f"keys), before reading the absence of these findings as no gap.", 0.0)

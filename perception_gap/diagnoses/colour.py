@@ -223,7 +223,7 @@ def check_brightness(ctx: Context) -> Finding | None:
         yr = np.log2(np.clip(lin_r @ _REC709, 1e-6, None))
         stops = float(np.median(ys) - np.median(yr))
         spread = None
-        z_ok = dist_clear(ys, yr)
+        z_ok = dist_clear(ys, yr, BRIGHTNESS_STOPS["distribution"])
     if abs(stops) < BRIGHTNESS_STOPS[basis] or not z_ok:
         return None
     word = "brighter" if stops > 0 else "darker"
@@ -257,7 +257,7 @@ def check_white_balance(ctx: Context) -> Finding | None:
         z_ok = any(excludes_zero(median_ci(cs[:, k] - cr[:, k])) and abs(shift[k]) >= WB_LOG2[basis] for k in (0, 1))
     else:
         shift = np.median(cs, axis=0) - np.median(cr, axis=0)
-        z_ok = dist_clear(cs[:, 0], cr[:, 0]) or dist_clear(cs[:, 1], cr[:, 1])
+        z_ok = any(dist_clear(cs[:, k], cr[:, k], WB_LOG2["distribution"]) for k in (0, 1))
     rg, bg = float(shift[0]), float(shift[1])
     size = max(abs(rg), abs(bg))
     if size < WB_LOG2[basis] or not z_ok:

@@ -28,10 +28,17 @@ DIST_Z = 3.0
 # which small sets of different scenes do not have: random disjoint halves of one real camera
 # (tune cameras, 300 splits each) raised a white-balance gap in 3-13% of splits at 3-4 frames a
 # side and 0.3-4% at 8; with the rank test 0-0.7% at 5 or more a side. Sets too small for the
-# test to reach DIST_ALPHA at all (4 v 4: the smallest two-sided p is 2/70) need complete
-# separation instead (every frame of one side beyond every frame of the other), which halves
-# those false alarms (4 a side: 1.3-2%); such sets also get an `insufficient_data` info.
+# test to reach DIST_ALPHA at all (4 v 4: the smallest two-sided p is 2/70) need complete separation
+# (every frame of one side beyond every frame of the other) by at least SMALL_SET_MARGIN x the
+# check's own practical bar between the nearest frames of the two sides (the `margin` of
+# `dist_clear`; checks without one, the high-frequency signatures, are never clear there). Complete
+# separation alone raised a bug or gap on 5 of 360 clean 4 v 4 controls of the tune cameras (1.4%:
+# a 0.69-stop brightness gap, white-balance gaps, an aliasing bug on one split; `bench_truth.py
+# --split tune --family control --frames 8 --seeds 30 --basis unpaired`): many statistics each get
+# their 2/70. With 1 x the bar, one white-balance gap stayed (nearest frames 0.11 log2 apart in
+# B/G); with 2 x, none. Such sets also get an `insufficient_data` info.
 DIST_ALPHA = 0.01
+SMALL_SET_MARGIN = 2.0
 # The smallest equal set size at which the rank test can reach DIST_ALPHA at all (the most
 # extreme of the C(2n, n) orderings has two-sided p = 2 / C(2n, n)): 5 for 0.01.
 DIST_MIN_FRAMES = next(n for n in range(2, 64) if 2 / math.comb(2 * n, n) <= DIST_ALPHA)
@@ -69,19 +76,21 @@ def dist_z(a: np.ndarray, b: np.ndarray) -> float:
     return diff / se
 
 
-def dist_clear(a: np.ndarray, b: np.ndarray) -> bool:
+def dist_clear(a: np.ndarray, b: np.ndarray, margin: float = math.inf) -> bool:
     """The distribution-basis bar: the difference of medians clears DIST_Z standard errors and a
-    two-sided Mann-Whitney test rejects equal distributions at DIST_ALPHA (complete separation of
-    the two sets where they are too small for the test to reach DIST_ALPHA).
+    two-sided Mann-Whitney test rejects equal distributions at DIST_ALPHA; where the sets are too
+    small for the test to reach DIST_ALPHA, complete separation by SMALL_SET_MARGIN x `margin` instead.
 
     Args:
         a, b: per-frame values of the two sets (finite).
+        margin: the check's practical bar, in the values' unit: the nearest frames of two sets too
+            small for the rank test must lie SMALL_SET_MARGIN x this apart (inf: never clear).
     """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.size < 2 or b.size < 2 or dist_z(a, b) < DIST_Z:
         return False
     if 2 / math.comb(a.size + b.size, a.size) > DIST_ALPHA:  # too few frames for the rank test
-        return bool(a.min() > b.max() or b.min() > a.max())
+        return bool(max(a.min() - b.max(), b.min() - a.max()) >= SMALL_SET_MARGIN * margin)
     return rank_p(a, b) <= DIST_ALPHA
 
 

@@ -202,7 +202,7 @@ def check_depth_dropout(ctx: Context) -> Finding | None:
     else:
         basis = "distribution"
         diff = float(np.median(dor) - np.median(dos))
-        z_ok = dist_clear(dor, dos)
+        z_ok = dist_clear(dor, dos, DROPOUT_DIFF["distribution"])
         mean_s, mean_r = float(dos.mean()), float(dor.mean())
     if abs(diff) < DROPOUT_DIFF[basis] or not z_ok:
         return None
