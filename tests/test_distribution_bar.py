@@ -13,6 +13,7 @@ from perception_gap.diagnoses.common import (
     DIST_ALPHA,
     DIST_MIN_FRAMES,
     DIST_Z,
+    HF_MIN_FRAMES,
     SMALL_SET_MARGIN,
     dist_clear,
     dist_z,
@@ -67,5 +68,21 @@ def test_tiny_unpaired_sets_say_what_they_cannot_tell():
     assert len(info) == 1 and info[0].severity == "info"
     assert info[0].evidence["sim_frames"] == 3 and info[0].evidence["real_frames"] == 4
     big_sim = image_set("sim", "sim", imgs * 2, keys=[f"s{i}" for i in range(14)])
-    big_real = image_set("real", "real", imgs, keys=[f"r{i}" for i in range(7)])
+    big_real = image_set("real", "real", imgs + imgs[:1], keys=[f"r{i}" for i in range(8)])
     assert not [f for f in run(big_sim, big_real) if f.code == "insufficient_data"]
+
+
+def test_unpaired_sets_under_eight_frames_say_the_high_frequency_signatures_may_go_unnamed():
+    rng = np.random.default_rng(5)
+    imgs = [rng.integers(30, 220, (48, 64, 3), dtype=np.uint8) for _ in range(16)]
+
+    def info(n):
+        sim = image_set("sim", "sim", imgs[:n], keys=[f"s{i}" for i in range(n)])
+        real = image_set("real", "real", imgs[8:8 + n], keys=[f"r{i}" for i in range(n)])
+        return [f for f in run(sim, real) if f.code == "insufficient_data"]
+
+    six = info(6)
+    assert len(six) == 1 and six[0].severity == "info" and six[0].evidence["codes"] == ["resize_filter", "sharpness"]
+    assert six[0].evidence["min_frames_a_side"] == HF_MIN_FRAMES == 8
+    assert "resize-filter or sharpness" in six[0].title
+    assert info(HF_MIN_FRAMES) == []

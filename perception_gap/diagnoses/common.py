@@ -42,6 +42,14 @@ SMALL_SET_MARGIN = 2.0
 # The smallest equal set size at which the rank test can reach DIST_ALPHA at all (the most
 # extreme of the C(2n, n) orderings has two-sided p = 2 / C(2n, n)): 5 for 0.01.
 DIST_MIN_FRAMES = next(n for n in range(2, 64) if 2 / math.comb(2 * n, n) <= DIST_ALPHA)
+# Unpaired, the high-frequency signatures of a resize filter or a blur (per-frame spectral shape and
+# slope) vary from scene to scene, and at 5-7 frames a side the rank test needs (nearly) every frame
+# of one side beyond every frame of the other: on the tune cameras, 5 a side, 10 seeds, at/above
+# the magnitude limits, resize_filter was named in 47/80 and sharpness in 14/20 (the misses
+# silent), against 100% from 8 a side (`bench_truth.py --split tune --basis unpaired --frames 10
+# --seeds 10` and `--seeds 6`). Below this many frames a side, unpaired sets that name neither get
+# an `insufficient_data` info saying so.
+HF_MIN_FRAMES = 8
 
 
 # ---------------------------------------------------------------------------------------------
