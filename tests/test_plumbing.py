@@ -879,7 +879,7 @@ def test_unpaired_grey_scenes_say_they_cannot_tell_a_swap():
     assert_clean(findings)
 
 
-@pytest.mark.parametrize("n", [7, 40, 1023, 1024, 4000])
+@pytest.mark.parametrize("n", [7, 40, 1023, 1024, 4000, 16001])
 def test_median_ci_order_statistics_match_scipy_binomial_past_1023_values(n):
     # 2.0 ** n overflowed at n = 1024 (a `stats` of 1,024+ pairs crashed); reference: scipy's
     # binomial CDF for the rank k, the largest with P(B < k) <= alpha, B ~ Binomial(n, 1/2)

@@ -131,11 +131,12 @@ def median_ci(x: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     if n == 0:
         return math.nan, math.nan
     alpha = (1.0 - level) / 2.0
-    k, cdf = 0, 0.0
+    k, cdf, c, two_n = 0, 0.0, 1, 1 << n  # c = C(n, k), updated exactly (math.comb afresh is O(k n) a step)
     while k < n // 2:
-        cdf += math.comb(n, k) / (1 << n)  # P(B <= k); int / int: no overflow past n = 1023
+        cdf += c / two_n  # P(B <= k); int / int: correctly rounded, no overflow past n = 1023
         if cdf > alpha:
             break
+        c = c * (n - k) // (k + 1)
         k += 1
     k = max(k, 1)  # rank k (1-based): k = 1 is [min, max]
     return float(v[k - 1]), float(v[n - k])
