@@ -129,6 +129,10 @@ class Encoder(ABC):
 
     family: ClassVar[str] = ""
     adapter_version: ClassVar[str] = "1"
+    # torch intra-op threads the embed stage gives this encoder on the CPU (None: torch's own
+    # setting). An encoder whose model costs little next to decoding (the pixel baseline) runs
+    # on one, and the stage's decode threads keep the cores.
+    cpu_threads: ClassVar[int | None] = None
 
     def __init__(self, name: str, *, device: str = "cpu", precision: str = "fp32") -> None:
         if device not in DEVICES:

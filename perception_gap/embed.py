@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from perception_gap.catalog import Catalog
+from perception_gap.catalog.pacing import WritePacer
 from perception_gap.errors import FrameError, InputError
 from perception_gap.ingest.changes import ROUNDS, reread_frames, skip_frames
 
@@ -29,11 +30,15 @@ Progress = Callable[[int, int], None]
 # (catalog, encoder name, encoder, todo, batch size, workers, progress) -> (embedded, skipped, changed paths)
 ItemsRunner = Callable[[Catalog, str, Any, list[tuple], int, int, "Progress | None"], tuple[int, int, list[str]]]
 PREFETCH = 2  # batches decoded ahead of the model: bounds memory to ~3 batches
-# Vectors stored per catalog write (whole batches, at least this many frames, and whatever is left
-# at the end or when a batch fails). Each write opens and closes the catalog file, and that costs
-# with its size, not the batch's: ~70 ms a write next to a 10^6-frame baseline (3.7 GiB), so
-# 32-frame writes made 10,000 new frames pay 22 s (bench/README.md, "Drift against a large baseline").
+# Vectors stored per catalog write: whole batches, at least EMBED_WRITE_EVERY frames, then once
+# EMBED_WRITE_INTERVAL_S have passed or EMBED_WRITE_MAX frames are pending; whatever is left at the
+# end or when a batch fails. Each write opens and closes the catalog file, and that costs with its
+# size, not the batch's: ~70 ms a write next to a 10^6-frame baseline (3.7 GiB), so 32-frame
+# writes made 10,000 new frames pay 22 s (bench/README.md, "Drift against a large baseline"); see
+# `perception_gap.catalog.pacing`.
 EMBED_WRITE_EVERY = 512
+EMBED_WRITE_INTERVAL_S = 3.0
+EMBED_WRITE_MAX = 8192
 
 
 @dataclass(frozen=True)
@@ -185,30 +190,38 @@ def _load_batch(enc: Any, items: list[tuple], pool: ThreadPoolExecutor | None,
     """Decode and preprocess one batch: (hashes, (N,3,H,W) tensor or None, [(hash, skip reason)],
     [paths changed since `index`: files, or containers]).
 
-    Files decode in the pool's threads, from the bytes that hash to their content hash;
-    container frames come from their container's verified sequential pass (in this thread,
-    while the pool works on the files).
+    Files decode and are preprocessed in the pool's threads (each image on its own: the same
+    numbers as a batch; for small frames the resize costs about what the decode does, and one
+    loader thread doing it for every frame was the stage's bottleneck), from the bytes that hash
+    to their content hash; container frames come from their container's verified sequential pass
+    (in this thread, while the pool works on the files).
     """
-    def one(item: tuple) -> tuple[str, np.ndarray | None, str | None]:
+    import torch
+
+    def ready(h: str, a: np.ndarray | None, err: str | None) -> tuple[str, Any, str | None]:
+        return h, (enc.preprocess([a])[0] if a is not None else None), err
+
+    def one(item: tuple) -> tuple[str, Any, str | None]:
         h, path = item[0], item[1]
         try:
-            return h, _frame_to_uint8(path, h), None
+            a = _frame_to_uint8(path, h)
         except FrameError as e:
             return h, None, str(e)
         except (ValueError, MemoryError, OSError) as e:
             return h, None, f"cannot decode: {e}"
+        return ready(h, a, None)
 
     files = [i for i in items if len(i) < 3 or i[2] is None]
     decoded = pool.map(one, files) if pool is not None else map(one, files)
-    inside = {i[0]: containers.next_frame(i) for i in items if len(i) > 2 and i[2] is not None} if containers else {}
+    inside = {i[0]: ready(*containers.next_frame(i)) for i in items if len(i) > 2 and i[2] is not None} if containers else {}
     by_hash = {r[0]: r for r in decoded} | inside
     results = [by_hash[i[0]] for i in items]
     paths = {i[0]: i[1] for i in items}
-    hashes = [h for h, a, _ in results if a is not None]
-    arrays = [a for _, a, _ in results if a is not None]
-    skips = [(h, err) for h, a, err in results if a is None and err is not None]
-    changed = [paths[h] for h, a, err in results if a is None and err is None]
-    batch = enc.stage(enc.preprocess(arrays)) if arrays else None  # pinned when on CUDA
+    hashes = [h for h, t, _ in results if t is not None]
+    tensors = [t for _, t, _ in results if t is not None]
+    skips = [(h, err) for h, t, err in results if t is None and err is not None]
+    changed = [paths[h] for h, t, err in results if t is None and err is None]
+    batch = enc.stage(torch.stack(tensors)) if tensors else None  # pinned when on CUDA
     return hashes, batch, skips, changed
 
 
@@ -290,6 +303,19 @@ def _resolve_batch_size(enc: Any, batch_size: int | str) -> int:
 
 def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch_size: int,
                  workers: int, progress: Progress | None) -> tuple[int, int, list[str]]:
+    import torch
+
+    threads = torch.get_num_threads()
+    if enc.device == "cpu" and enc.cpu_threads:
+        torch.set_num_threads(enc.cpu_threads)  # process-wide: set for the stage, restored after it
+    try:
+        return _embed_batches(catalog, name, enc, todo, batch_size, workers, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _embed_batches(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch_size: int,
+                   workers: int, progress: Progress | None) -> tuple[int, int, list[str]]:
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     embedded = skipped = done = 0
     changed: list[str] = []
@@ -303,6 +329,7 @@ def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch
             if len(queue) >= PREFETCH:
                 break
         pending: list[tuple[list[str], np.ndarray, list]] = []  # encoded batches not yet stored
+        pacer = WritePacer(EMBED_WRITE_EVERY, EMBED_WRITE_INTERVAL_S, EMBED_WRITE_MAX)
 
         def store() -> None:
             if pending:
@@ -310,6 +337,7 @@ def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch
                     [k for b in pending for k in b[2]]
                 pending.clear()
                 catalog.write_embeddings(name, enc.fingerprint, hs, vs, sk)
+                pacer.wrote()
 
         try:
             while queue:
@@ -322,7 +350,7 @@ def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch
                 if vectors.shape != (len(hashes), enc.dim) or not np.all(np.isfinite(vectors)):
                     raise InputError(f"Encoder {name!r} returned shape {vectors.shape} (expected {(len(hashes), enc.dim)}) or non-finite values for a batch; nothing of it was stored.")
                 pending.append((list(hashes), vectors, list(skips)))
-                if sum(len(b[0]) + len(b[2]) for b in pending) >= EMBED_WRITE_EVERY:
+                if pacer.due(sum(len(b[0]) + len(b[2]) for b in pending)):
                     store()
                 embedded += len(hashes)
                 skipped += len(skips)

@@ -139,12 +139,38 @@ def test_vectors_are_stored_in_writes_of_whole_batches(catalog, monkeypatch):
 
     monkeypatch.setattr(Catalog, "write_embeddings", counted)
     monkeypatch.setattr(embed_mod, "EMBED_WRITE_EVERY", 8)
+    monkeypatch.setattr(embed_mod, "EMBED_WRITE_INTERVAL_S", 0.0)  # rows alone decide
     with Catalog(db) as cat:
         (r,) = embed_sets(cat, ["pixel"], None, device="cpu", batch_size=4)
         got = dict(cat.con.execute("SELECT content_hash, vector FROM embeddings").fetchall())
     # 11 frames in batches of 4: two whole batches (8 frames) a write, then the last 3
     assert r.embedded == ref.embedded == 11 and writes == [8, 3]
     assert got.keys() == want.keys() and all(np.array_equal(got[h], want[h]) for h in want)
+
+
+def test_the_stage_gives_a_light_encoder_one_thread_and_restores_the_count(catalog, monkeypatch):
+    import torch
+
+    import encoders
+
+    db, _ = catalog
+    seen: list[int] = []
+    real = encoders.PixelEncoder._forward
+
+    def spy(self, model, batch):
+        seen.append(torch.get_num_threads())
+        return real(self, model, batch)
+
+    monkeypatch.setattr(encoders.PixelEncoder, "_forward", spy)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with Catalog(db) as cat:
+            (r,) = embed_sets(cat, ["pixel"], None, device="cpu", batch_size=4)
+        after = torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+    assert r.embedded == 11 and seen and set(seen) == {1} and after == 2
 
 
 def test_kill_9_then_rerun_leaves_one_row_per_frame(tmp_path):

@@ -490,6 +490,25 @@ def test_pixel_matches_numpy_reference():
     np.testing.assert_allclose(out, np.concatenate([thumb, hist]), atol=1e-6)
 
 
+def test_pixel_numbers_do_not_depend_on_the_thread_count():
+    """The embed stage runs the pixel baseline on one intra-op thread (`cpu_threads`); its
+    preprocessing and statistics give what they give on two."""
+    import torch
+
+    enc = get_encoder("pixel")
+    assert enc.cpu_threads == 1
+    images = [np.random.default_rng(2).integers(0, 256, (48 + i, 80, 3), dtype=np.uint8) for i in range(33)]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        two = enc.embed(images)
+        torch.set_num_threads(1)
+        one = enc.embed(images)
+    finally:
+        torch.set_num_threads(before)
+    assert np.array_equal(one, two)
+
+
 def test_pixel_constant_colour_known_answer():
     img = np.empty((30, 50, 3), np.uint8)
     img[...] = (255, 0, 128)

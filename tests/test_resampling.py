@@ -114,3 +114,66 @@ def test_one_episode_intervals_do_not_collapse():
     gate = drift_gates.shift_gate("x", sim[:, :1], real[:, :1], one, one, 10.0)
     assert gate.ci["high"] - gate.ci["low"] > 1e-3
     assert len(set(resampling_labels(one, 200))) == 16
+
+
+def _materialized_median_reps(values, labels, n_boot, seed, paired=None):
+    """The bootstrap as written first: rows repeated per drawn cluster, then `np.median`."""
+    rng = np.random.default_rng(seed)
+    f = lambda a: np.median(a, axis=0)  # noqa: E731
+    if paired is None:
+        groups = [np.flatnonzero(labels == g) for g in range(int(labels.max()) + 1)]
+        out = []
+        for _ in range(n_boot):
+            pick = rng.integers(len(groups), size=len(groups))
+            out.append(f(values[np.concatenate([groups[i] for i in pick])]))
+        return np.asarray(out)
+    cur, cur_labels, g = paired
+    out_b, out_c = [], []
+    for _ in range(n_boot):
+        w = np.bincount(rng.integers(g, size=g), minlength=g)
+        rb, rc = np.repeat(np.arange(len(values)), w[labels]), np.repeat(np.arange(len(cur)), w[cur_labels])
+        if len(rb) and len(rc):
+            out_b.append(f(values[rb]))
+            out_c.append(f(cur[rc]))
+    return np.asarray(out_b), np.asarray(out_c)
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")
+@pytest.mark.parametrize("n,clusters,levels", [(7, 3, 4), (40, 6, 5), (301, 17, 1000), (1000, 40, 3)])
+def test_weighted_median_bootstrap_is_the_materialized_one_bit_for_bit(n, clusters, levels):
+    """Medians of resampled clusters read off sorted columns and cumulative counts equal np.median
+    of the repeated rows exactly: odd and even totals, heavy ties (few levels), empty clusters."""
+    rng = np.random.default_rng(n)
+    values = rng.integers(0, levels, size=(n, 3)) / 7.0 + (rng.random((n, 3)) if levels > 100 else 0)
+    labels = np.sort(rng.integers(0, clusters, size=n))
+    labels[labels == 1] = 0  # cluster 1 empty: a draw of it adds no row
+    got = drift_gates._cluster_resample_stat(values, labels, None, 200, np.random.default_rng(5), median=True)
+    want = _materialized_median_reps(values, labels, 200, 5)
+    assert got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
+    cur = values[::-1][: max(2, n // 2)] + 0.5 / 7
+    p = np.stack([np.arange(len(cur)) // 2, np.arange(len(cur))], axis=1)[::2]  # half the current frames paired
+    g_b = int(labels.max()) + 1
+    cur_labels = np.full(len(cur), -1)
+    cur_labels[p[:, 1]] = labels[p[:, 0]]
+    lone = cur_labels < 0
+    cur_labels[lone] = g_b + np.arange(int(lone.sum()))
+    gb, gc = drift_gates._paired_resample_stat(values, cur, labels, p, None, 200, np.random.default_rng(6), median=True)
+    wb, wc = _materialized_median_reps(values, labels, 200, 6, paired=(cur, cur_labels, g_b + int(lone.sum())))
+    assert np.array_equal(gb, wb, equal_nan=True) and np.array_equal(gc, wc, equal_nan=True)
+
+
+def test_shift_gate_median_fast_path_keeps_the_gate():
+    """The gate's numbers through the fast median equal those of the materialized bootstrap."""
+    rng = np.random.default_rng(3)
+    base, cur = rng.normal(0, 1, (300, 3)), rng.normal(0.4, 1, (200, 3))
+    eb, ec = [i // 30 for i in range(300)], [i // 20 for i in range(200)]
+    fast = drift_gates.shift_gate("x", base, cur, eb, ec, 0.2, random_state=4)
+    f = lambda a: np.median(a, axis=0)  # noqa: E731
+    draws = np.random.default_rng(4)  # the base side's replicates first, then the current side's, as the gate draws
+    slow_b = drift_gates._cluster_resample_stat(base, drift_gates._labels(eb, 300), f, drift_gates.N_BOOT, draws)
+    slow_c = drift_gates._cluster_resample_stat(cur, drift_gates._labels(ec, 200), f, drift_gates.N_BOOT, draws)
+    reps = slow_c - slow_b
+    est = f(cur) - f(base)
+    worst = int(np.argmax(np.abs(est)))
+    assert fast.value == est[worst]
+    assert (fast.ci["low"], fast.ci["high"]) == drift_gates._interval(reps[:, worst], float(est[worst]), 0.95)

@@ -181,10 +181,44 @@ def skipped(name: str, threshold: float, reason: str) -> Gate:
     return Gate(name=name, value=None, threshold=threshold, passed=True, status="skipped", reason=reason)
 
 
+class _WeightedMedian:
+    """`np.median(values[rows], axis=0)` of (N, C) finite values, for rows given as a count per row.
+
+    A bootstrap replicate repeats each row as often as its cluster was drawn; the median of that
+    multiset is read off the columns sorted once (cumulative counts in sorted order locate the
+    middle ranks) instead of materializing and partitioning the rows each time: the same
+    elements, averaged as `np.median` averages them, so the same number bit for bit (tested),
+    ~10x faster at 20,000 rows.
+    """
+
+    def __init__(self, values: np.ndarray) -> None:
+        self._order = np.argsort(values, axis=0, kind="stable")
+        self._sorted = np.take_along_axis(values, self._order, axis=0)
+        self._cols = np.arange(values.shape[1])
+
+    def __call__(self, counts: np.ndarray) -> np.ndarray | None:
+        """The median of each column, or None when no row is drawn."""
+        cum = np.cumsum(counts[self._order], axis=0)  # (N, C): counts in each column's sorted order
+        m = int(cum[-1, 0])
+        if m == 0:
+            return None
+        hi = self._sorted[np.count_nonzero(cum <= m // 2, axis=0), self._cols]  # the element of rank m // 2
+        if m % 2:
+            return hi
+        lo = self._sorted[np.count_nonzero(cum <= m // 2 - 1, axis=0), self._cols]
+        return np.mean(np.stack([lo, hi]), axis=0)  # as np.median averages the two middle elements
+
+
 def _cluster_resample_stat(values: np.ndarray, labels: np.ndarray, stat, n_boot: int,
-                           rng: np.random.Generator) -> np.ndarray:
-    """(n_boot, ...) replicates of stat(values[rows]) with whole clusters drawn with replacement."""
-    groups = [np.flatnonzero(labels == g) for g in range(int(labels.max()) + 1)]
+                           rng: np.random.Generator, median: bool = False) -> np.ndarray:
+    """(n_boot, ...) replicates of stat(values[rows]) with whole clusters drawn with replacement
+    (`median`: stat is the column median, computed by `_WeightedMedian` from the same draws)."""
+    g = int(labels.max()) + 1
+    if median:
+        wm = _WeightedMedian(values)
+        reps = (wm(np.bincount(rng.integers(g, size=g), minlength=g)[labels]) for _ in range(n_boot))
+        return np.asarray([r if r is not None else np.full(values.shape[1], np.nan) for r in reps])
+    groups = [np.flatnonzero(labels == k) for k in range(g)]
     out = []
     for _ in range(n_boot):
         pick = rng.integers(len(groups), size=len(groups))
@@ -194,7 +228,7 @@ def _cluster_resample_stat(values: np.ndarray, labels: np.ndarray, stat, n_boot:
 
 
 def _paired_resample_stat(base: np.ndarray, cur: np.ndarray, base_labels: np.ndarray, pairs: np.ndarray, stat,
-                          n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+                          n_boot: int, rng: np.random.Generator, median: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Replicates of stat on both sides when current frames match baseline frames (pairs (P, 2) of
     (i_base, i_cur)): a paired current frame belongs to its baseline twin's cluster, unpaired ones
     to clusters of their own, and one draw of clusters serves both sides, so the scenes shared by
@@ -209,6 +243,15 @@ def _paired_resample_stat(base: np.ndarray, cur: np.ndarray, base_labels: np.nda
     cur_labels[lone] = g_b + np.arange(int(lone.sum()))
     g = g_b + int(lone.sum())
     out_b, out_c = [], []
+    if median:
+        wm_b, wm_c = _WeightedMedian(base), _WeightedMedian(cur)
+        for _ in range(n_boot):
+            w = np.bincount(rng.integers(g, size=g), minlength=g)
+            rb, rc = wm_b(w[base_labels]), wm_c(w[cur_labels])
+            if rb is not None and rc is not None:
+                out_b.append(rb)
+                out_c.append(rc)
+        return np.asarray(out_b), np.asarray(out_c)
     for _ in range(n_boot):
         w = np.bincount(rng.integers(g, size=g), minlength=g)
         rows_b, rows_c = np.repeat(np.arange(len(base)), w[base_labels]), np.repeat(np.arange(len(cur)), w[cur_labels])
@@ -253,11 +296,13 @@ def shift_gate(name: str, base: np.ndarray, cur: np.ndarray, base_eps: Sequence[
     red = np.median if reducer == "median" else np.mean
     f = lambda a: red(a, axis=0)  # noqa: E731
     rng = np.random.default_rng(random_state)
+    med = reducer == "median" and bool(np.isfinite(base).all() and np.isfinite(cur).all())
     if pairs is not None and len(pairs):
-        rb, rc = _paired_resample_stat(base, cur, _labels(base_eps, len(base)), np.asarray(pairs), f, n_boot, rng)
+        rb, rc = _paired_resample_stat(base, cur, _labels(base_eps, len(base)), np.asarray(pairs), f, n_boot, rng,
+                                       median=med)
     else:
-        rb = _cluster_resample_stat(base, _labels(base_eps, len(base)), f, n_boot, rng)
-        rc = _cluster_resample_stat(cur, _labels(cur_eps, len(cur)), f, n_boot, rng)
+        rb = _cluster_resample_stat(base, _labels(base_eps, len(base)), f, n_boot, rng, median=med)
+        rc = _cluster_resample_stat(cur, _labels(cur_eps, len(cur)), f, n_boot, rng, median=med)
     est = f(cur) - f(base)
     reps = rc - rb
     cols = labels or [str(i) for i in range(base.shape[1])]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from perception_gap.catalog import Catalog
+from perception_gap.catalog.pacing import WritePacer
 from perception_gap.errors import InputError
 from perception_gap.ingest.changes import ROUNDS, reread_frames, skip_frames
 from perception_gap.statistics.depth import DepthStats, parse_depth_unit
@@ -31,7 +32,11 @@ Progress = Callable[[int, int], None]
 # (job, items, write, workers, progress, done_offset, total) -> (done, changed paths): see `_run_jobs`
 Runner = Callable[[Callable, list[tuple], Callable, int, "Progress | None", int, int], tuple[int, list[str]]]
 CHUNK = 32  # frames per worker task: amortizes inter-process traffic
-WRITE_EVERY = 512  # frames per catalog transaction
+# Catalog writes: at least WRITE_EVERY frames a transaction, and then one when WRITE_INTERVAL_S
+# have passed or WRITE_MAX frames are pending (`perception_gap.catalog.pacing`)
+WRITE_EVERY = 512
+WRITE_INTERVAL_S = 3.0
+WRITE_MAX = 16384
 _IMAGE_FIELDS = tuple(ImageStats.__dataclass_fields__)
 _DEPTH_FIELDS = tuple(DepthStats.__dataclass_fields__)
 
@@ -129,15 +134,15 @@ def _run_jobs(job: Callable, items: list[tuple], write: Callable, workers: int,
     pending: list = []
     changed: list[str] = []
     done = done_offset
+    pacer = WritePacer(WRITE_EVERY, WRITE_INTERVAL_S, WRITE_MAX)
 
     def flush() -> None:
         nonlocal done
         if pending:
             write(pending)
+            pacer.wrote()
             done += len(pending)
             pending.clear()
-            if progress:
-                progress(done, total)
 
     small = len(items) < 2 * CHUNK and all(len(c[0]) == 2 or c[0][2] is None for c in chunks)
     if workers <= 1 or len(chunks) < 2 or small:
@@ -154,8 +159,10 @@ def _run_jobs(job: Callable, items: list[tuple], write: Callable, workers: int,
                     changed.append(paths[h])
                 else:
                     pending.append(row)
-            if len(pending) >= WRITE_EVERY:
+            if pacer.due(len(pending)):
                 flush()
+            if progress:
+                progress(done + len(pending), total)
         flush()
     finally:
         if pool is not None:
