@@ -98,15 +98,15 @@ class StatsCacheMixin:
         only = "" if paths is None else "AND f.rgb_path IN (SELECT p FROM sample) "
         img_cols = ", ".join(f"s.{c} AS img_{c}" for c in IMAGE_FIELDS)
         dep_cols = ", ".join(f"d.{c} AS dep_{c}" for c in DEPTH_FIELDS)
+        # through Arrow: DuckDB's own row conversion of the list columns took ~3x longer (20,000
+        # frames of a baseline sample: 3.8 s against 1.2 s)
         with bounded_read(self.con, paths is not None):
-            cur = self.con.execute(
+            tbl = self.con.cursor().sql(
                 f"SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.depth_path, f.depth_unit, f.format, "
                 f"f.action, f.proprio, f.content_hash, s.error AS img_error, d.error AS dep_error, "
                 f"{img_cols}, {dep_cols} FROM frames f "
                 f"LEFT JOIN frame_stats s ON s.content_hash = f.content_hash "
                 f"LEFT JOIN depth_stats d ON d.content_hash = f.depth_hash "
-                f"WHERE f.set_name = ? AND f.status = 'ok' {only}ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
-                [set_name])
-            names = [c[0] for c in cur.description]
-            rows = cur.fetchall()
-        return [dict(zip(names, r)) for r in rows]
+                f"WHERE f.set_name = $set AND f.status = 'ok' {only}ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
+                params={"set": set_name}).to_arrow_table()
+        return tbl.to_pylist()
