@@ -190,38 +190,31 @@ def _load_batch(enc: Any, items: list[tuple], pool: ThreadPoolExecutor | None,
     """Decode and preprocess one batch: (hashes, (N,3,H,W) tensor or None, [(hash, skip reason)],
     [paths changed since `index`: files, or containers]).
 
-    Files decode and are preprocessed in the pool's threads (each image on its own: the same
-    numbers as a batch; for small frames the resize costs about what the decode does, and one
-    loader thread doing it for every frame was the stage's bottleneck), from the bytes that hash
-    to their content hash; container frames come from their container's verified sequential pass
-    (in this thread, while the pool works on the files).
+    Files decode in the pool's threads, from the bytes that hash to their content hash;
+    container frames come from their container's verified sequential pass (in this thread,
+    while the pool works on the files). The batch is preprocessed here, at once (one resize per
+    frame size: `preprocess_images`).
     """
-    import torch
-
-    def ready(h: str, a: np.ndarray | None, err: str | None) -> tuple[str, Any, str | None]:
-        return h, (enc.preprocess([a])[0] if a is not None else None), err
-
-    def one(item: tuple) -> tuple[str, Any, str | None]:
+    def one(item: tuple) -> tuple[str, np.ndarray | None, str | None]:
         h, path = item[0], item[1]
         try:
-            a = _frame_to_uint8(path, h)
+            return h, _frame_to_uint8(path, h), None
         except FrameError as e:
             return h, None, str(e)
         except (ValueError, MemoryError, OSError) as e:
             return h, None, f"cannot decode: {e}"
-        return ready(h, a, None)
 
     files = [i for i in items if len(i) < 3 or i[2] is None]
     decoded = pool.map(one, files) if pool is not None else map(one, files)
-    inside = {i[0]: ready(*containers.next_frame(i)) for i in items if len(i) > 2 and i[2] is not None} if containers else {}
+    inside = {i[0]: containers.next_frame(i) for i in items if len(i) > 2 and i[2] is not None} if containers else {}
     by_hash = {r[0]: r for r in decoded} | inside
     results = [by_hash[i[0]] for i in items]
     paths = {i[0]: i[1] for i in items}
-    hashes = [h for h, t, _ in results if t is not None]
-    tensors = [t for _, t, _ in results if t is not None]
-    skips = [(h, err) for h, t, err in results if t is None and err is not None]
-    changed = [paths[h] for h, t, err in results if t is None and err is None]
-    batch = enc.stage(torch.stack(tensors)) if tensors else None  # pinned when on CUDA
+    hashes = [h for h, a, _ in results if a is not None]
+    arrays = [a for _, a, _ in results if a is not None]
+    skips = [(h, err) for h, a, err in results if a is None and err is not None]
+    changed = [paths[h] for h, a, err in results if a is None and err is None]
+    batch = enc.stage(enc.preprocess(arrays)) if arrays else None  # pinned when on CUDA
     return hashes, batch, skips, changed
 
 

@@ -521,6 +521,29 @@ def test_pixel_constant_colour_known_answer():
 
 
 # --- preprocessing modes and throughput helper ----------------------------------------------
+@pytest.mark.parametrize("resize_mode", ["squash", "shortest", "longest"])
+@pytest.mark.parametrize("interpolation", ["bilinear", "bicubic"])
+def test_preprocessing_a_batch_is_each_image_on_its_own(resize_mode, interpolation):
+    """Frames of one size are resized together: the numbers of one frame at a time, bit for bit,
+    whatever the mix of sizes and inputs (arrays, PIL images) in the batch."""
+    import torch
+    from PIL import Image
+
+    p = Preprocessing(size=(48, 40), interpolation=interpolation, resize_mode=resize_mode, crop_pct=0.875,
+                      mean=(0.48, 0.45, 0.4), std=(0.26, 0.26, 0.27), antialias=True)
+    rng = np.random.default_rng(7)
+    images = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in
+              [(120, 160, 3), (37, 91, 3), (120, 160, 3), (480, 640, 3), (37, 91, 3), (120, 160, 3)]]
+    images[2] = Image.fromarray(images[2])
+    from encoders.preprocessing import _resize_crop, _to_chw_uint8
+
+    batch = preprocess_images(images, p)
+    mean, std = torch.tensor(p.mean).view(3, 1, 1), torch.tensor(p.std).view(3, 1, 1)
+    one_by_one = torch.stack([(_resize_crop(_to_chw_uint8(im, i), p).to(torch.float32) / p.input_scale - mean) / std
+                              for i, im in enumerate(images)])  # a (3, H, W) image at a time, as first written
+    assert torch.equal(batch, one_by_one)
+
+
 def test_preprocessing_modes_shapes_and_validation():
     img = np.zeros((30, 90, 3), np.uint8)
     img[:, 30:60] = 255  # a white band in the middle third
