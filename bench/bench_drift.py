@@ -42,7 +42,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -149,19 +148,47 @@ def synthetic_baseline(db: str, templates: Path, n: int, seed: int = 0, chunk: i
         return time.perf_counter() - t0
 
 
-def _drift_child(argv: list[str]) -> tuple[float, Any, int, str]:
-    """Run one drift CLI child: (wall s, its rusage with its pool workers, exit code, stderr)."""
+# Runs the timed drift children. Linux carries the RSS high-water mark across fork and exec, so a
+# child forked by this process after it built a 10^6-frame baseline in memory (~6 GiB) reported
+# that as its own peak. The launcher is started first, while this process is small, and forks
+# every child: their peak RSS is their own (and their pool workers').
+_LAUNCHER = r"""
+import json, os, subprocess, sys, tempfile, time
+for line in sys.stdin:
+    argv = json.loads(line)
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, text=True)
-        # this child's own usage (with its pool workers), not the largest of every child so far
-        _, status, ru = os.wait4(proc.pid, 0)
+        _, status, ru = os.wait4(proc.pid, 0)  # its own usage, with its pool workers'
         err.seek(0)
-        return time.perf_counter() - t0, ru, os.waitstatus_to_exitcode(status), err.read()
+        print(json.dumps([time.perf_counter() - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss,
+                          os.waitstatus_to_exitcode(status), err.read()[-4000:]]), flush=True)
+"""
+
+
+class _Launcher:
+    def __init__(self) -> None:
+        self._proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
+
+    def run(self, argv: list[str]) -> tuple[float, float, float, int, str]:
+        """(wall s, CPU s, peak RSS GiB, exit code, stderr tail) of one drift child."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(json.dumps(argv) + "\n")
+        self._proc.stdin.flush()
+        wall, cpu, maxrss_kb, rc, err = json.loads(self._proc.stdout.readline())
+        return wall, cpu, maxrss_kb / 2**20, rc, err
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        self._proc.wait()
 
 
 def large_baseline(args: argparse.Namespace) -> None:
+    launcher = _Launcher()  # before anything grows this process (see _LAUNCHER)
     with contextlib.ExitStack() as stack:
+        stack.callback(launcher.close)
         if args.workdir:
             tmp = Path(args.workdir)
             tmp.mkdir(parents=True, exist_ok=True)
@@ -196,11 +223,11 @@ def large_baseline(args: argparse.Namespace) -> None:
                 argv = ["py-spy", "record", "--subprocesses", "-r", "50", "-f", "raw",
                         "-o", str(tmp / f"profile_{run}.txt"), "--", *argv]
             load = os.getloadavg()[0]
-            wall, ru, rc, stderr = _drift_child(argv)
+            wall, cpu, rss, rc, stderr = launcher.run(argv)
             res = json.loads((out / "results.json").read_text()) if rc in (0, 1) else {}
             sample = res.get("drift", {}).get("baseline_sample")
             print(f"drift {run:5s} ({'index + ' if run == 'first' else ''}check of {args.cur:,} frames): wall {wall:6.1f} s, "
-                  f"CPU {ru.ru_utime + ru.ru_stime:6.1f} s, peak RSS {ru.ru_maxrss / 2**20:.2f} GiB (the drift process "
+                  f"CPU {cpu:6.1f} s, peak RSS {rss:.2f} GiB (the drift process "
                   f"and its workers), load {load:.1f}, exit {rc}; baseline sample {sample}", flush=True)
             if rc not in (0, 1):
                 print(stderr[-2000:])

@@ -10,6 +10,7 @@ rerun embeds only what is missing. The model is not even loaded when nothing is 
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -39,6 +40,7 @@ PREFETCH = 2  # batches decoded ahead of the model: bounds memory to ~3 batches
 EMBED_WRITE_EVERY = 512
 EMBED_WRITE_INTERVAL_S = 3.0
 EMBED_WRITE_MAX = 8192
+SWITCH_INTERVAL_S = 0.0005  # the GIL switch interval while a stage's threads decode and embed
 
 
 @dataclass(frozen=True)
@@ -298,13 +300,18 @@ def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch
                  workers: int, progress: Progress | None) -> tuple[int, int, list[str]]:
     import torch
 
-    threads = torch.get_num_threads()
+    threads, switch = torch.get_num_threads(), sys.getswitchinterval()
     if enc.device == "cpu" and enc.cpu_threads:
         torch.set_num_threads(enc.cpu_threads)  # process-wide: set for the stage, restored after it
+    # The loader's and the model's short torch calls each take the GIL back from decode threads
+    # that run Python (file reads, Pillow's header parsing); at the default 5 ms switch interval
+    # each such hand-over can wait that long (10,000 small frames: 16-17 s, 14-16 s at 0.5 ms).
+    sys.setswitchinterval(min(switch, SWITCH_INTERVAL_S))
     try:
         return _embed_batches(catalog, name, enc, todo, batch_size, workers, progress)
     finally:
         torch.set_num_threads(threads)
+        sys.setswitchinterval(switch)
 
 
 def _embed_batches(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch_size: int,

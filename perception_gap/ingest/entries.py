@@ -280,10 +280,19 @@ def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[Fr
     kept = {r["pair_key"]: p for p, r in old.items()
             if p in listed and r["status"] == "ok" and p not in todo_paths}
     done = 0
-    with ThreadPoolExecutor(max_workers=max(1, workers or 4)) as pool:
+    n_threads = max(1, workers or 4)
+
+    def read(part: list[FrameEntry]) -> list[dict[str, Any]]:
+        return [_read_entry(e, set_name) for e in part]
+
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
         for start in range(0, len(todo), BATCH):
             chunk = todo[start : start + BATCH]
-            rows = list(pool.map(lambda e: _read_entry(e, set_name), chunk))
+            # a few runs of files a thread, not a task a file: a task's hand-over costs about what
+            # reading, hashing and probing a small file does (10,000 160x120 PNGs: 8 s -> see
+            # bench/README.md, "Drift against a 10^6-frame baseline")
+            step = max(1, -(-len(chunk) // (4 * n_threads)))
+            rows = [r for part in pool.map(read, [chunk[i : i + step] for i in range(0, len(chunk), step)]) for r in part]
             _mark_duplicate_keys(rows, kept)
             catalog.write_frames(rows)
             done += len(chunk)
