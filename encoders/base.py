@@ -268,6 +268,27 @@ class Encoder(ABC):
             out = self._forward(self._model, x)
         return out.float().cpu().numpy().astype(np.float32, copy=False)
 
+    def stage_threads(self) -> Any:
+        """A context giving the embed stage's model work `cpu_threads` torch threads on the CPU
+        (process-wide, restored after); a no-op when the encoder sets none or runs on CUDA."""
+        import contextlib
+
+        import torch
+
+        if self.device != "cpu" or not self.cpu_threads:
+            return contextlib.nullcontext()
+
+        @contextlib.contextmanager
+        def scope() -> Any:
+            threads = torch.get_num_threads()
+            torch.set_num_threads(self.cpu_threads)
+            try:
+                yield
+            finally:
+                torch.set_num_threads(threads)
+
+        return scope()
+
     def autocast(self) -> Any:
         """The autocast context of `precision` on the model's device (a no-op for fp32)."""
         import contextlib

@@ -298,19 +298,15 @@ def _resolve_batch_size(enc: Any, batch_size: int | str) -> int:
 
 def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch_size: int,
                  workers: int, progress: Progress | None) -> tuple[int, int, list[str]]:
-    import torch
-
-    threads, switch = torch.get_num_threads(), sys.getswitchinterval()
-    if enc.device == "cpu" and enc.cpu_threads:
-        torch.set_num_threads(enc.cpu_threads)  # process-wide: set for the stage, restored after it
+    switch = sys.getswitchinterval()
     # The loader's and the model's short torch calls each take the GIL back from decode threads
     # that run Python (file reads, Pillow's header parsing); at the default 5 ms switch interval
     # each such hand-over can wait that long (10,000 small frames: 16-17 s, 14-16 s at 0.5 ms).
     sys.setswitchinterval(min(switch, SWITCH_INTERVAL_S))
     try:
-        return _embed_batches(catalog, name, enc, todo, batch_size, workers, progress)
+        with enc.stage_threads():  # a light encoder's own thread count (`Encoder.cpu_threads`)
+            return _embed_batches(catalog, name, enc, todo, batch_size, workers, progress)
     finally:
-        torch.set_num_threads(threads)
         sys.setswitchinterval(switch)
 
 

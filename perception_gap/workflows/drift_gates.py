@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.metrics.resampling import WeightedMedian
 from perception_gap.statistics.image import ImageStats
 
 N_BOOT = 1000
@@ -181,41 +182,13 @@ def skipped(name: str, threshold: float, reason: str) -> Gate:
     return Gate(name=name, value=None, threshold=threshold, passed=True, status="skipped", reason=reason)
 
 
-class _WeightedMedian:
-    """`np.median(values[rows], axis=0)` of (N, C) finite values, for rows given as a count per row.
-
-    A bootstrap replicate repeats each row as often as its cluster was drawn; the median of that
-    multiset is read off the columns sorted once (cumulative counts in sorted order locate the
-    middle ranks) instead of materializing and partitioning the rows each time: the same
-    elements, averaged as `np.median` averages them, so the same number bit for bit (tested),
-    ~10x faster at 20,000 rows.
-    """
-
-    def __init__(self, values: np.ndarray) -> None:
-        self._order = np.argsort(values, axis=0, kind="stable")
-        self._sorted = np.take_along_axis(values, self._order, axis=0)
-        self._cols = np.arange(values.shape[1])
-
-    def __call__(self, counts: np.ndarray) -> np.ndarray | None:
-        """The median of each column, or None when no row is drawn."""
-        cum = np.cumsum(counts[self._order], axis=0)  # (N, C): counts in each column's sorted order
-        m = int(cum[-1, 0])
-        if m == 0:
-            return None
-        hi = self._sorted[np.count_nonzero(cum <= m // 2, axis=0), self._cols]  # the element of rank m // 2
-        if m % 2:
-            return hi
-        lo = self._sorted[np.count_nonzero(cum <= m // 2 - 1, axis=0), self._cols]
-        return np.mean(np.stack([lo, hi]), axis=0)  # as np.median averages the two middle elements
-
-
 def _cluster_resample_stat(values: np.ndarray, labels: np.ndarray, stat, n_boot: int,
                            rng: np.random.Generator, median: bool = False) -> np.ndarray:
     """(n_boot, ...) replicates of stat(values[rows]) with whole clusters drawn with replacement
-    (`median`: stat is the column median, computed by `_WeightedMedian` from the same draws)."""
+    (`median`: stat is the column median, computed by `WeightedMedian` from the same draws)."""
     g = int(labels.max()) + 1
     if median:
-        wm = _WeightedMedian(values)
+        wm = WeightedMedian(values)
         reps = (wm(np.bincount(rng.integers(g, size=g), minlength=g)[labels]) for _ in range(n_boot))
         return np.asarray([r if r is not None else np.full(values.shape[1], np.nan) for r in reps])
     groups = [np.flatnonzero(labels == k) for k in range(g)]
@@ -244,7 +217,7 @@ def _paired_resample_stat(base: np.ndarray, cur: np.ndarray, base_labels: np.nda
     g = g_b + int(lone.sum())
     out_b, out_c = [], []
     if median:
-        wm_b, wm_c = _WeightedMedian(base), _WeightedMedian(cur)
+        wm_b, wm_c = WeightedMedian(base), WeightedMedian(cur)
         for _ in range(n_boot):
             w = np.bincount(rng.integers(g, size=g), minlength=g)
             rb, rc = wm_b(w[base_labels]), wm_c(w[cur_labels])
