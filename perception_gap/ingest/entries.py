@@ -289,8 +289,8 @@ def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[Fr
         for start in range(0, len(todo), BATCH):
             chunk = todo[start : start + BATCH]
             # a few runs of files a thread, not a task a file: a task's hand-over costs about what
-            # reading, hashing and probing a small file does (10,000 160x120 PNGs: 8 s -> see
-            # bench/README.md, "Drift against a 10^6-frame baseline")
+            # reading, hashing and probing a small file does (bench/README.md, "1,000,000 frames,
+            # the first check under 60 s")
             step = max(1, -(-len(chunk) // (4 * n_threads)))
             rows = [r for part in pool.map(read, [chunk[i : i + step] for i in range(0, len(chunk), step)]) for r in part]
             _mark_duplicate_keys(rows, kept)
