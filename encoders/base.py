@@ -8,13 +8,14 @@ lazily, inside methods.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Sequence
 
 import numpy as np
 
@@ -268,26 +269,19 @@ class Encoder(ABC):
             out = self._forward(self._model, x)
         return out.float().cpu().numpy().astype(np.float32, copy=False)
 
-    def stage_threads(self) -> Any:
-        """A context giving the embed stage's model work `cpu_threads` torch threads on the CPU
-        (process-wide, restored after); a no-op when the encoder sets none or runs on CUDA."""
-        import contextlib
-
+    @contextlib.contextmanager
+    def stage_threads(self) -> Iterator[None]:
+        """The embed stage's model work on `cpu_threads` torch threads on the CPU (process-wide,
+        restored after); unchanged when the encoder sets none or runs on CUDA."""
         import torch
 
-        if self.device != "cpu" or not self.cpu_threads:
-            return contextlib.nullcontext()
-
-        @contextlib.contextmanager
-        def scope() -> Any:
-            threads = torch.get_num_threads()
+        threads = torch.get_num_threads()
+        if self.device == "cpu" and self.cpu_threads:
             torch.set_num_threads(self.cpu_threads)
-            try:
-                yield
-            finally:
-                torch.set_num_threads(threads)
-
-        return scope()
+        try:
+            yield
+        finally:
+            torch.set_num_threads(threads)
 
     def autocast(self) -> Any:
         """The autocast context of `precision` on the model's device (a no-op for fp32)."""

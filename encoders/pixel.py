@@ -46,9 +46,9 @@ class PixelEncoder(Encoder):
 
     family = "pixel"
     adapter_version = "1"
-    # a resize and a few memory-bound passes per frame (~0.4 ms with the resize, ~0.05 ms without):
-    # with two OpenMP threads per call, fighting the embed stage's decode threads for two cores,
-    # the same work took ~1.5 ms a frame. The numbers do not depend on the thread count (tested).
+    # a batched resize and a few memory-bound passes (~0.2 ms a 160x120 frame on one thread): with
+    # two OpenMP threads per call, fighting the embed stage's decode threads for two cores, the
+    # same work took several times longer. The numbers do not depend on the thread count (tested).
     cpu_threads = 1
 
     def __init__(self, *, thumb_size: int = 16, bins: int = 16, work_size: int = 64, device: str = "cpu",

@@ -101,13 +101,6 @@ def _to_hwc_uint8(image: Any, index: int) -> np.ndarray:
     return image
 
 
-def _to_chw_uint8(image: Any, index: int) -> "torch.Tensor":
-    import torch
-
-    # Copy: from_numpy shares memory and PIL arrays are read-only.
-    return torch.from_numpy(np.ascontiguousarray(_to_hwc_uint8(image, index)).copy()).permute(2, 0, 1)
-
-
 def _resize_crop(t: "torch.Tensor", p: Preprocessing) -> "torch.Tensor":
     import torchvision.transforms.v2.functional as F
     from torchvision.transforms import InterpolationMode

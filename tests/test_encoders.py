@@ -535,12 +535,13 @@ def test_preprocessing_a_batch_is_each_image_on_its_own(resize_mode, interpolati
     images = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in
               [(120, 160, 3), (37, 91, 3), (120, 160, 3), (480, 640, 3), (37, 91, 3), (120, 160, 3)]]
     images[2] = Image.fromarray(images[2])
-    from encoders.preprocessing import _resize_crop, _to_chw_uint8
+    from encoders.preprocessing import _resize_crop
 
     batch = preprocess_images(images, p)
     mean, std = torch.tensor(p.mean).view(3, 1, 1), torch.tensor(p.std).view(3, 1, 1)
-    one_by_one = torch.stack([(_resize_crop(_to_chw_uint8(im, i), p).to(torch.float32) / p.input_scale - mean) / std
-                              for i, im in enumerate(images)])  # a (3, H, W) image at a time, as first written
+    chw = [torch.from_numpy(np.array(im)).permute(2, 0, 1) for im in images]  # (3, H, W) views of HWC pixels
+    one_by_one = torch.stack([(_resize_crop(t, p).to(torch.float32) / p.input_scale - mean) / std
+                              for t in chw])  # an image at a time, as first written
     assert torch.equal(batch, one_by_one)
 
 
