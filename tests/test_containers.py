@@ -129,20 +129,66 @@ def test_a_container_is_opened_once_and_decoded_in_order(tmp_path, episodes, mon
     assert isinstance(past[1][1], FrameError) and "missing from the video" in str(past[1][1])
 
 
-def test_video_frames_are_the_pixels_pyav_to_image_gives(tmp_path, episodes):
-    """The fast RGB route (`to_ndarray(format="rgb24")` + `Image.fromarray`) against PyAV's own `to_image()`:
-    the same pixels, mode and size: yuv420p H.264, and planar RGB (lossless H.264) at an odd width,
+@pytest.mark.parametrize("threads", [None, 1, 2])
+def test_video_frames_are_the_pixels_pyav_to_image_gives(tmp_path, episodes, threads):
+    """The fast RGB route (`to_ndarray(format="rgb24")` single-threaded + `Image.fromarray`, or the
+    array itself) against PyAV's own `to_image()` with FFmpeg's default threads: the same pixels,
+    mode and size, whatever threads the decoder is given (`set_decode_threads`: a statistics
+    worker's share of the cores): yuv420p H.264, and planar RGB (lossless H.264) at an odd width,
     whose rows the decoder pads."""
     odd = [np.ascontiguousarray(f[:, :63]) for f in episodes[0]]  # 63 x 48
-    for name, frames, codec in (("yuv.mp4", episodes[0], "h264"), ("odd.mp4", odd, "h264-lossless")):
-        video = write_video(tmp_path / name, frames, codec=codec)
-        with av.open(str(video)) as c:
-            reference = [f.to_image() for f in c.decode(c.streams.video[0])]
-        got = list(decode_members(video, "video", range(len(reference))))
-        assert [i for i, _ in got] == list(range(len(reference)))
-        for (_, img), ref in zip(got, reference):
-            assert isinstance(img, Image.Image) and (img.mode, img.size) == (ref.mode, ref.size)
-            assert np.array_equal(np.asarray(img), np.asarray(ref))
+    containers.set_decode_threads(threads)
+    try:
+        for name, frames, codec in (("yuv.mp4", episodes[0], "h264"), ("odd.mp4", odd, "h264-lossless")):
+            video = write_video(tmp_path / name, frames, codec=codec)
+            with av.open(str(video)) as c:
+                reference = [f.to_image() for f in c.decode(c.streams.video[0])]
+            got = list(decode_members(video, "video", range(len(reference))))
+            arrays = list(decode_members(video, "video", range(len(reference)), arrays=True))
+            assert [i for i, _ in got] == [i for i, _ in arrays] == list(range(len(reference)))
+            for (_, img), (_, frame), ref in zip(got, arrays, reference):
+                assert isinstance(img, Image.Image) and (img.mode, img.size) == (ref.mode, ref.size)
+                assert np.array_equal(np.asarray(img), np.asarray(ref))
+                assert np.array_equal(frame.array, np.asarray(ref))
+    finally:
+        containers.set_decode_threads(None)
+
+
+def test_statistics_workers_share_the_cores_between_their_video_decoders(tmp_path, episodes, monkeypatch):
+    """A pool of statistics workers gives each worker's video decoders its share of the cores
+    (1 when the workers fill them: frame threads would only add their hand-over), and the
+    numbers are those of a decode with FFmpeg's own threads."""
+    from perception_gap.statistics import workers as stats_workers
+    from perception_gap.workflows import stats as stats_flow
+
+    shares = []
+    real_pool = stats_flow.ProcessPoolExecutor
+
+    class Pool:  # the real pool, recording the initializer's argument as the parent passes it
+        def __init__(self, *a, initializer=None, initargs=(), **kw):
+            assert initializer is stats_workers.worker_init
+            shares.append(initargs)
+            self._pool = real_pool(*a, initializer=initializer, initargs=initargs, **kw)
+
+        def __getattr__(self, name):
+            return getattr(self._pool, name)
+
+    for ep in range(3):
+        write_video(tmp_path / "v" / f"ep{ep}.mp4", episodes[ep % 2], codec="h264")
+    by_threads = {}
+    for label in ("pool", "serial"):
+        with Catalog(tmp_path / f"{label}.duckdb") as cat:
+            index_video(cat, tmp_path / "v", "v", "real")
+            if label == "pool":
+                monkeypatch.setattr(stats_flow, "ProcessPoolExecutor", Pool)
+                monkeypatch.setattr(stats_flow, "default_workers", lambda: 2)
+                compute_stats(cat, ["v"], workers=2)
+                monkeypatch.undo()
+            else:
+                compute_stats(cat, ["v"], workers=1)  # in this process: FFmpeg's threads
+            by_threads[label] = stats_by_step(cat, "v")
+    assert shares == [(1,)]
+    assert by_threads["pool"] == by_threads["serial"] and len(by_threads["pool"]) == 5 + 4 + 5
 
 
 def test_statistics_tasks_keep_each_container_whole(tmp_path):

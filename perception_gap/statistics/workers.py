@@ -27,7 +27,13 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from perception_gap.errors import FrameError  # noqa: E402
-from perception_gap.ingest.containers import RGB8Frame, group_sources, verified_container, verified_group  # noqa: E402
+from perception_gap.ingest.containers import (  # noqa: E402
+    RGB8Frame,
+    group_sources,
+    set_decode_threads,
+    verified_container,
+    verified_group,
+)
 from perception_gap.ingest.entries import content_hash  # noqa: E402
 from perception_gap.ingest.frames import decode_depth, decode_rgb, read_bytes  # noqa: E402
 from perception_gap.statistics.depth import DepthStats, depth_stats
@@ -50,15 +56,20 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _WATCH_S = 0.5  # parent-pid poll of the fallback watcher
 
 
-def worker_init() -> None:
-    """Initializer of statistics worker processes: die with the parent; keep malloc's heap.
+def worker_init(decode_threads: int | None = None) -> None:
+    """Initializer of statistics worker processes: die with the parent; keep malloc's heap; share the cores.
 
     A worker must not outlive its parent (`kill -9` or SIGTERM of `stats`): orphans would keep
     running under PID 1. Linux delivers SIGKILL to the worker when its parent dies
     (`PR_SET_PDEATHSIG`); elsewhere, or if prctl fails, a daemon thread watches the parent pid.
+
+    Args:
+        decode_threads: threads each video decoder of the worker may use (its share of the
+            cores); None leaves FFmpeg's choice.
     """
     _die_with_parent()
     _keep_heap()
+    set_decode_threads(decode_threads)
 
 
 def _die_with_parent() -> None:
