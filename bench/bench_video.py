@@ -9,10 +9,14 @@ alternating:
   once, sequentially, in worker processes, and computes every frame's statistics);
 - the limit: a bare decode of the same videos, front to back, each frame converted to RGB
   pixels, one video per task in a process pool of the same size and start method. By default
-  the conversion is `frame.to_ndarray(format="rgb24")` (the pipeline's own, and the cheapest
-  route to RGB in PyAV); `--reference image` uses `frame.to_image()` (the same pixels through
-  a per-row Python copy: ~0.9 ms more per 640x480 frame), the reference of the figures measured
-  before 2026-12-01.
+  the conversion is `frame.to_ndarray(format="rgb24")` with FFmpeg's default threads (a
+  frame-threaded decoder, a threaded swscale: the bare loop a user writes). `--reference
+  rgb24-single` runs the decoder and swscale on one thread each, as the pipeline's workers do
+  when they fill the cores: the tightest reference (frame threads cost ~0.3 ms and swscale's
+  pool ~0.1-0.5 ms of CPU per 640x480 frame in a full pool, and make the default reference's
+  own cost vary by up to 30% from run to run). `--reference image` uses `frame.to_image()` (the
+  same pixels through a per-row Python copy: ~0.9 ms more per frame), the reference of the
+  figures measured before 2026-12-01.
 
 Prints the medians and the throughput ratio bare / pipeline (target >= 0.8). A report, not a
 test: exits 0 whatever the figures.
@@ -46,12 +50,15 @@ def bare_decode(path: str, reference: str = "rgb24") -> int:
     import av
 
     n = 0
+    single = reference == "rgb24-single"
     with av.open(path) as c:
         st = c.streams.video[0]
-        st.thread_type = "AUTO"
+        st.thread_type = "NONE" if single else "AUTO"
         for frame in c.decode(st):
             if reference == "image":
                 frame.to_image()
+            elif single:
+                frame.to_ndarray(format="rgb24", threads=1)
             else:
                 frame.to_ndarray(format="rgb24")
             n += 1
@@ -86,8 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--codec", default="h264", choices=("h264", "av1"))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--reference", default="rgb24", choices=("rgb24", "image"),
-                    help="bare decode's RGB conversion: to_ndarray(format='rgb24') or to_image()")
+    ap.add_argument("--reference", default="rgb24", choices=("rgb24", "rgb24-single", "image"),
+                    help="bare decode's RGB conversion: to_ndarray(format='rgb24') with FFmpeg's default threads "
+                         "(frame-threaded decoder, threaded swscale); the same with the decoder and swscale on one "
+                         "thread (what the pipeline's workers do, the tightest reference in a full pool); or to_image()")
     ap.add_argument("--dataset", default=None,
                     help="keep the generated dataset in this folder and reuse it when it is already there "
                          "(same --episodes/--frames/--size/--codec), so before/after runs skip writing it")
