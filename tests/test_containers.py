@@ -154,6 +154,22 @@ def test_video_frames_are_the_pixels_pyav_to_image_gives(tmp_path, episodes, thr
         containers.set_decode_threads(None)
 
 
+def test_single_threaded_rgb_conversion_only_where_pyav_has_the_option():
+    """PyAV 17 added threaded swscale and the `threads` argument; older releases convert on one
+    thread and would refuse the argument (a TypeError on every frame)."""
+    class Av:
+        def __init__(self, version):
+            self.__version__ = version
+
+    assert containers._rgb24_options(Av("18.1.0")) == {"threads": 1}
+    assert containers._rgb24_options(Av("17.0.0")) == {"threads": 1}
+    assert containers._rgb24_options(Av("16.1.0")) == {}
+    assert containers._rgb24_options(Av("12.3.0")) == {}
+    assert containers._rgb24_options(Av("dev")) == {}
+    frame = av.VideoFrame.from_ndarray(np.zeros((48, 64, 3), np.uint8), format="rgb24").reformat(format="yuv420p")
+    assert frame.to_ndarray(format="rgb24", **containers._rgb24_options(av)).shape == (48, 64, 3)
+
+
 def test_statistics_workers_share_the_cores_between_their_video_decoders(tmp_path, episodes, monkeypatch):
     """A pool of statistics workers gives each worker's video decoders its share of the cores
     (1 when the workers fill them: frame threads would only add their hand-over), and the

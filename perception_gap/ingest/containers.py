@@ -207,6 +207,17 @@ class RGB8Frame:
 _DECODE_THREADS: int | None = None
 
 
+def _rgb24_options(av: Any) -> dict[str, int]:
+    """`to_ndarray` options for a single-threaded swscale: PyAV 17 added threaded reformatting and
+    its `threads` argument (a pool per call by default); earlier releases convert on the calling
+    thread and take no such argument."""
+    try:
+        major = int(str(av.__version__).split(".")[0])
+    except ValueError:
+        major = 0
+    return {"threads": 1} if major >= 17 else {}
+
+
 def set_decode_threads(n: int | None) -> None:
     """Let each video decoder of this process use n threads (1: decode on the calling thread); None: FFmpeg's choice."""
     global _DECODE_THREADS
@@ -229,6 +240,7 @@ def _video_frames(path: Path, wanted: list[int], arrays: bool = False) -> Iterat
     cannot resume reliably after corrupt data); wanted frames past the end are reported missing.
     """
     av = _av()
+    rgb24 = _rgb24_options(av)
     want = set(wanted)
     last = max(wanted)
     seen = -1
@@ -244,7 +256,7 @@ def _video_frames(path: Path, wanted: list[int], arrays: bool = False) -> Iterat
             for i, frame in enumerate(c.decode(st)):
                 seen = i
                 if i in want:
-                    rgb = frame.to_ndarray(format="rgb24", threads=1)
+                    rgb = frame.to_ndarray(format="rgb24", **rgb24)
                     yield i, RGB8Frame(rgb) if arrays else Image.fromarray(rgb)
                 if i >= last:
                     return
