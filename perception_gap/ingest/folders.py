@@ -88,15 +88,15 @@ def _depth_key(rel: Path) -> str | None:
     the key), or a file whose stem ends in `_depth` (or `-depth`, `.depth`; the suffix is dropped).
     """
     dirs = [d.lower() for d in rel.parts[:-1]]
-    parts = list(rel.with_suffix("").parts)
     in_dir = DEPTH_DIR in dirs
+    stripped = _strip_suffix(rel.stem, _DEPTH_SUFFIXES)
+    if not (in_dir or stripped is not None or rel.suffix.lower() in EXR_EXTS):
+        return None  # most files: decided without building the key
+    parts = list(rel.with_suffix("").parts)
     if in_dir:
         del parts[len(dirs) - 1 - dirs[::-1].index(DEPTH_DIR)]  # the innermost `depth/`
-    stripped = _strip_suffix(parts[-1], _DEPTH_SUFFIXES)
     if stripped is not None:
         parts[-1] = stripped
-    if not (in_dir or stripped is not None or rel.suffix.lower() in EXR_EXTS):
-        return None
     return Path(*parts).as_posix()
 
 
@@ -133,7 +133,7 @@ def list_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
             regex = re.compile(pair_regex)
         except re.error as e:
             raise InputError(f"Expected `--pair-regex` to be a valid regular expression, got {pair_regex!r} ({e}).") from None
-    rgb: list[tuple[Path, Path]] = []
+    rgb: list[tuple[Path, Path, str | None]] = []
     depth_by_key: dict[str, Path] = {}
     color_dirs = _ColorDirs(root)
     for path in _walk(root):
@@ -143,15 +143,15 @@ def list_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
         if dkey is not None and ext in DEPTH_EXTS:
             depth_by_key[dkey] = path
         elif ext in RGB_EXTS and dkey is None:
-            rgb.append((path, rel))
+            rgb.append((path, rel, dkey))
         elif path.name.startswith("."):
             continue
         else:
-            rgb.append((path, rel))  # recorded as skipped: unsupported type (or a depth map's name on one)
+            rgb.append((path, rel, dkey))  # recorded as skipped: unsupported type (or a depth map's name on one)
     entries = []
     real_root = os.path.realpath(root)
     claimed: set[str] = set()
-    for path, rel in rgb:
+    for path, rel, named_depth in rgb:
         key_rel = color_dirs.key_path(rel)
         key_path = key_rel.with_suffix("").as_posix()
         entry = FrameEntry(rgb_path=path, pair_key=key_path, depth_unit=depth_unit)
@@ -161,7 +161,7 @@ def list_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
             entry.error = "file name is not valid UTF-8 (rename the file; the catalog stores names as UTF-8 text)"
             entries.append(entry)
             continue
-        if _depth_key(rel) is not None and entry.error is None:
+        if named_depth is not None and entry.error is None:
             entry.error = (f"named as a depth map, but {path.suffix or 'no extension'!r} is not a depth format "
                            f"({', '.join(sorted(DEPTH_EXTS))}); not indexed as an RGB frame")
         if regex is not None:
