@@ -15,6 +15,7 @@ from perception_gap.catalog import SCHEMA_VERSION, Catalog
 from perception_gap.embed import embed_sets
 from perception_gap.errors import FrameError
 from perception_gap.ingest import containers
+from perception_gap.ingest import threads as ingest_threads
 from perception_gap.ingest.containers import decode_members, frame_hash, probe_video
 from perception_gap.ingest.folders import index_folder
 from perception_gap.ingest.lerobot import index_lerobot
@@ -137,7 +138,7 @@ def test_video_frames_are_the_pixels_pyav_to_image_gives(tmp_path, episodes, thr
     worker's share of the cores): yuv420p H.264, and planar RGB (lossless H.264) at an odd width,
     whose rows the decoder pads."""
     odd = [np.ascontiguousarray(f[:, :63]) for f in episodes[0]]  # 63 x 48
-    containers.set_decode_threads(threads)
+    ingest_threads.set_decode_threads(threads)
     try:
         for name, frames, codec in (("yuv.mp4", episodes[0], "h264"), ("odd.mp4", odd, "h264-lossless")):
             video = write_video(tmp_path / name, frames, codec=codec)
@@ -151,7 +152,7 @@ def test_video_frames_are_the_pixels_pyav_to_image_gives(tmp_path, episodes, thr
                 assert np.array_equal(np.asarray(img), np.asarray(ref))
                 assert np.array_equal(frame.array, np.asarray(ref))
     finally:
-        containers.set_decode_threads(None)
+        ingest_threads.set_decode_threads(None)
 
 
 def test_single_threaded_rgb_conversion_only_where_pyav_has_the_option():
@@ -161,13 +162,13 @@ def test_single_threaded_rgb_conversion_only_where_pyav_has_the_option():
         def __init__(self, version):
             self.__version__ = version
 
-    assert containers._rgb24_options(Av("18.1.0")) == {"threads": 1}
-    assert containers._rgb24_options(Av("17.0.0")) == {"threads": 1}
-    assert containers._rgb24_options(Av("16.1.0")) == {}
-    assert containers._rgb24_options(Av("12.3.0")) == {}
-    assert containers._rgb24_options(Av("dev")) == {}
+    assert ingest_threads.rgb24_options(Av("18.1.0")) == {"threads": 1}
+    assert ingest_threads.rgb24_options(Av("17.0.0")) == {"threads": 1}
+    assert ingest_threads.rgb24_options(Av("16.1.0")) == {}
+    assert ingest_threads.rgb24_options(Av("12.3.0")) == {}
+    assert ingest_threads.rgb24_options(Av("dev")) == {}
     frame = av.VideoFrame.from_ndarray(np.zeros((48, 64, 3), np.uint8), format="rgb24").reformat(format="yuv420p")
-    assert frame.to_ndarray(format="rgb24", **containers._rgb24_options(av)).shape == (48, 64, 3)
+    assert frame.to_ndarray(format="rgb24", **ingest_threads.rgb24_options(av)).shape == (48, 64, 3)
 
 
 def test_statistics_workers_share_the_cores_between_their_video_decoders(tmp_path, episodes, monkeypatch):

@@ -4,8 +4,10 @@ ingest/ owns the sources: folders (`folders`), manifests (`manifests`), and the 
 readers (plain video `video`, LeRobot datasets `lerobot`, robomimic HDF5 `hdf5`, ROS 1/2 bags
 `rosbag` with their image messages decoded by `rosmsg`), each a module that lists `FrameEntry`s and
 hands them to `index_entries` (`entries`: content hashing, name validation, incremental cataloguing). It also owns reading frames from disk
-(`frames`: header probes for the catalog, RGB and depth decoding for statistics) and, moved in
-later, the ingest of annotation boxes (ground truth and detector output).
+(`frames`: header probes for the catalog, RGB and depth decoding for statistics; `containers`:
+frames inside videos, Parquet, HDF5 and bags, decoded in one pass per container, with the
+threads `threads` gives each decoder) and, moved in later, the ingest of annotation boxes
+(ground truth and detector output).
 """
 
 from perception_gap.ingest.entries import (

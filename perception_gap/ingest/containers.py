@@ -35,6 +35,7 @@ from PIL import Image
 
 from perception_gap.errors import FrameError
 from perception_gap.ingest.frames import Header, array_layout, decode_rgb, open_regular
+from perception_gap.ingest.threads import configure_decoder, rgb24_options
 
 VIDEO_EXTS = frozenset({".mp4", ".mkv", ".mov", ".avi", ".webm", ".m4v"})
 VIDEO_MEMBER = "video"
@@ -200,30 +201,6 @@ class RGB8Frame:
     array: np.ndarray
 
 
-# Threads each video decoder may use; None: FFmpeg's choice (frame threads, one per core). A
-# statistics worker process sets it to its share of the cores (`set_decode_threads`): with every
-# core already decoding another video, frame threads only add their hand-over (~0.3 ms of CPU per
-# 640x480 H.264 frame, 15% of its decode).
-_DECODE_THREADS: int | None = None
-
-
-def _rgb24_options(av: Any) -> dict[str, int]:
-    """`to_ndarray` options for a single-threaded swscale: PyAV 17 added threaded reformatting and
-    its `threads` argument (a pool per call by default); earlier releases convert on the calling
-    thread and take no such argument."""
-    try:
-        major = int(str(av.__version__).split(".")[0])
-    except ValueError:
-        major = 0
-    return {"threads": 1} if major >= 17 else {}
-
-
-def set_decode_threads(n: int | None) -> None:
-    """Let each video decoder of this process use n threads (1: decode on the calling thread); None: FFmpeg's choice."""
-    global _DECODE_THREADS
-    _DECODE_THREADS = None if n is None else max(1, int(n))
-
-
 def _video_frames(path: Path, wanted: list[int], arrays: bool = False) -> Iterator[tuple[int, Any]]:
     """Decode a video front to back once, yielding (index, 8-bit RGB Pillow image) for the wanted indices.
 
@@ -240,19 +217,14 @@ def _video_frames(path: Path, wanted: list[int], arrays: bool = False) -> Iterat
     cannot resume reliably after corrupt data); wanted frames past the end are reported missing.
     """
     av = _av()
-    rgb24 = _rgb24_options(av)
+    rgb24 = rgb24_options(av)
     want = set(wanted)
     last = max(wanted)
     seen = -1
     try:
         with av.open(str(path)) as c:
             st = c.streams.video[0]
-            if _DECODE_THREADS == 1:
-                st.thread_type = "NONE"
-            else:
-                st.thread_type = "AUTO"  # frame threads: sequential decode, several cores
-                if _DECODE_THREADS:
-                    st.codec_context.thread_count = _DECODE_THREADS
+            configure_decoder(st)  # this process's share of the cores (`ingest.threads`)
             for i, frame in enumerate(c.decode(st)):
                 seen = i
                 if i in want:

@@ -13,7 +13,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import fft as scipy_fft
 
 from perception_gap.statistics.sampling import mean32
 
@@ -32,6 +31,15 @@ _PLANES = np.stack([np.array([19595.0, 38470.0, 7471.0], dtype=np.float32), *_CH
 _IJG_LUMA = np.array([16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,
                       14, 17, 22, 29, 51, 87, 80, 62, 18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113, 92,
                       49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99], dtype=np.float64)
+
+
+def fft_module():
+    """scipy's FFT, imported on first use: ~0.3 s that commands computing no spectrum (`sets`,
+    `report`, `embed`, ...) need not pay. The statistics stage calls it before forking its
+    workers, so that they inherit it instead of each importing it."""
+    from scipy import fft
+
+    return fft
 
 
 def _box3_valid(z: np.ndarray) -> np.ndarray:
@@ -189,7 +197,7 @@ def _noise_and_spectrum(lum: np.ndarray, lapx: np.ndarray, scale: float) -> list
     win, bands, counts = _spectrum_plan(h, w)
     y -= _means32(y)[:, None, None]
     y *= win
-    parts = scipy_fft.rfft2(y, overwrite_x=True).view(np.float32).reshape(n, -1)  # re, im side by side
+    parts = fft_module().rfft2(y, overwrite_x=True).view(np.float32).reshape(n, -1)  # re, im side by side
     np.multiply(parts, parts, out=parts)
     outs = []
     for i in range(n):

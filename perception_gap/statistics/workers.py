@@ -27,15 +27,10 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from perception_gap.errors import FrameError  # noqa: E402
-from perception_gap.ingest.containers import (  # noqa: E402
-    RGB8Frame,
-    group_sources,
-    set_decode_threads,
-    verified_container,
-    verified_group,
-)
+from perception_gap.ingest.containers import RGB8Frame, group_sources, verified_container, verified_group  # noqa: E402
 from perception_gap.ingest.entries import content_hash  # noqa: E402
 from perception_gap.ingest.frames import decode_depth, decode_rgb, read_bytes  # noqa: E402
+from perception_gap.ingest.threads import set_decode_threads  # noqa: E402
 from perception_gap.statistics.depth import DepthStats, depth_stats
 from perception_gap.statistics.image import (
     ImageStats,

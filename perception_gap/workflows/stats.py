@@ -23,6 +23,7 @@ from perception_gap.statistics.depth import DepthStats, parse_depth_unit
 from perception_gap.statistics.image import ImageStats
 from perception_gap.statistics.records import FrameRecord, SetRecords
 from perception_gap.statistics.summary import summarize_set
+from perception_gap.statistics.texture import fft_module
 from perception_gap.statistics.workers import DEPTH, RGB, depth_stats_job, joint_stats_job, rgb_stats_job, worker_init
 from perception_gap.version import __version__
 
@@ -149,6 +150,7 @@ def _run_jobs(job: Callable, items: list[tuple], write: Callable, workers: int,
         results = map(job, chunks)
         pool = None
     else:
+        fft_module()  # imported here once, inherited by the forked workers
         # each worker decodes its own videos: their decoders share the cores, not take them all each
         share = max(1, default_workers() // min(workers, len(chunks)))
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(), initializer=worker_init,
