@@ -109,3 +109,16 @@ def test_imports_run_one_way():
             assert m.startswith("perception_gap.catalog"), m
         if top & {"torch", "open_clip", "timm"}:
             assert m.startswith("encoders"), m
+
+
+def test_the_catalog_and_the_cli_import_without_the_fft():
+    """scipy's FFT (~0.3 s to import) loads where a spectrum is computed, not with the catalog or
+    the CLI: commands that compute none (`sets`, `report`, `embed`, ...) do not pay for it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import cli, perception_gap.catalog, perception_gap.statistics.workers; "
+            "print('scipy.fft' in sys.modules); "
+            "from perception_gap.statistics.texture import fft_module; fft_module(); print('scipy.fft' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True"]
