@@ -52,6 +52,18 @@ def test_rows_become_frames_with_episode_step_state_and_action(tmp_path, episode
         assert idx == [0, 1, 2, 3, 0, 1, 2] and len({e.container.file.path for e in entries}) == 2
 
 
+def test_state_and_action_cells_read_as_numpy_reads_them():
+    from perception_gap.ingest.lerobot import _vector
+
+    # the list fast path and numpy's reading agree: flat lists, ints, bools; nested cells are
+    # flattened and a None inside a cell is NaN, as np.asarray(..., float64) gives them
+    for cell in ([0.1, -2.5, 3], [True, 0], [[1.0, 2.0], [3.0, 4.0]], [1.0, None], [], (0.5, 1)):
+        want = np.ravel(np.asarray(cell, dtype=np.float64)).tolist()
+        np.testing.assert_array_equal(np.array(_vector(cell)), np.array(want))
+    assert _vector(None) is None
+    assert _vector([1, 2**53 + 1]) == [1.0, float(2**53)]  # the same rounding as numpy's
+
+
 def test_index_lerobot_and_video_then_stats_pair_by_episode_and_step(tmp_path, episodes, capsys):
     root = write_lerobot(tmp_path / "ds", episodes, version="v3.0", codec="h264")
     vids = tmp_path / "vids"

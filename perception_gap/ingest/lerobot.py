@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from bisect import bisect_left
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,6 @@ from perception_gap.ingest.containers import (
     VIDEO_MEMBER,
     ContainerFile,
     ContainerFrame,
-    VideoInfo,
     frame_path,
     image_cell,
     probe_video,
@@ -55,7 +55,7 @@ from perception_gap.ingest.entries import (
     validate_domain,
     validate_set_name,
 )
-from perception_gap.ingest.frames import probe_image
+from perception_gap.ingest.frames import Header, probe_image
 from perception_gap.ingest.video import pair_key
 from perception_gap.statistics.depth import parse_depth_unit
 
@@ -159,21 +159,32 @@ def _episodes_v3(root: Path, info: dict[str, Any], camera: str) -> list[dict[str
 def _vector(v: Any) -> list[float] | None:
     if v is None:
         return None
+    if type(v) is list:  # a flat list cell (what Parquet's lists read as): no array round trip
+        try:
+            return [float(x) for x in v]
+        except TypeError:
+            pass  # nested or holding None: flattened, None read as NaN, below
     return [float(x) for x in np.ravel(np.asarray(v, dtype=np.float64))]
 
 
 class _Videos:
-    """Each video file probed once (its packets; no decoding), its failure remembered."""
+    """Each video file probed once (its packets; no decoding), its failure remembered.
+
+    `get` gives the file, its frame times as a list of floats (a bisection per row on a list
+    costs ~1 us against ~30 us for numpy's scalar searchsorted and clip) and the one frame
+    header its frames share.
+    """
 
     def __init__(self) -> None:
-        self._seen: dict[Path, tuple[ContainerFile, VideoInfo] | FrameError] = {}
+        self._seen: dict[Path, tuple[ContainerFile, list[float], Header] | FrameError] = {}
 
-    def get(self, path: Path) -> tuple[ContainerFile, VideoInfo]:
+    def get(self, path: Path) -> tuple[ContainerFile, list[float], Header]:
         if path not in self._seen:
             try:
                 if not path.exists():
                     raise FrameError(f"video file {path} not found")
-                self._seen[path] = (ContainerFile(path), probe_video(path))
+                info = probe_video(path)
+                self._seen[path] = (ContainerFile(path), info.timestamps.tolist(), info.header())
             except FrameError as e:
                 self._seen[path] = FrameError(f"{path.name}: {e}") if str(path) not in str(e) else e
         got = self._seen[path]
@@ -183,15 +194,15 @@ class _Videos:
 
 
 def _video_frame(videos: _Videos, path: Path, t: float, fps: float) -> ContainerFrame:
-    file, info = videos.get(path)
-    ts = info.timestamps
-    i = int(np.clip(np.searchsorted(ts, t), 1, len(ts) - 1)) if len(ts) > 1 else 0
+    file, ts, header = videos.get(path)
+    n = len(ts)
+    i = min(max(bisect_left(ts, t), 1), n - 1) if n > 1 else 0
     if i > 0 and abs(ts[i - 1] - t) <= abs(ts[i] - t):
         i -= 1
     if abs(ts[i] - t) > 0.5 / fps:
-        raise FrameError(f"frame at t={t:.4f} s is missing from {path.name} ({len(ts)} frames, "
+        raise FrameError(f"frame at t={t:.4f} s is missing from {path.name} ({n} frames, "
                          f"{ts[0]:.4f}-{ts[-1]:.4f} s)")
-    return ContainerFrame(file, VIDEO_MEMBER, i, info.header())
+    return ContainerFrame(file, VIDEO_MEMBER, i, header)
 
 
 def _image_frame(file: ContainerFile, camera: str, row: int, cell: Any) -> ContainerFrame:
