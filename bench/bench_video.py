@@ -9,8 +9,8 @@ alternating:
   once, sequentially, in worker processes, and computes every frame's statistics);
 - the limit: a bare decode of the same videos, front to back, each frame converted to RGB
   pixels. `--reference` names one or more (comma-separated; each timed in every repeat,
-  alternating with the pipeline):
-  - `rgb24` (default): `frame.to_ndarray(format="rgb24")` with FFmpeg's default threads (a
+  alternating with the pipeline; default `sequential,rgb24`):
+  - `rgb24`: `frame.to_ndarray(format="rgb24")` with FFmpeg's default threads (a
     frame-threaded decoder, a threaded swscale: the bare loop a user writes), one video per
     task in a process pool of the same size and start method as the pipeline's;
   - `sequential`: the same loop in one process, the videos one after another: the issue's
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--codec", default="h264", choices=("h264", "av1"))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--reference", default="rgb24",
+    ap.add_argument("--reference", default="sequential,rgb24",
                     help="bare decode(s) to compare with, comma-separated, from " + ", ".join(REFERENCES)
                          + ": to_ndarray(format='rgb24') with FFmpeg's default threads in the same pool; the same in "
                          "one process, video after video; the pool with the decoder and swscale on one thread (what "
