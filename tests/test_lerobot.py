@@ -99,15 +99,16 @@ def test_a_row_whose_frame_is_missing_from_the_video_is_a_recorded_skip(tmp_path
     root = write_lerobot(tmp_path / "ds", episodes, version="v2.1", codec="h264")
     path = root / "data/chunk-000/episode_000001.parquet"
     t = pq.read_table(path).to_pydict()
-    for k in t:  # two more rows than the episode's video has frames
-        t[k] = t[k] + [t[k][-1]] * 2
-    t["frame_index"][-2:] = [3, 4]
-    t["timestamp"][-2:] = [3 / FPS, 4 / FPS]
+    for k in t:  # three more rows than the episode's video has frames, the last one's time NaN
+        t[k] = t[k] + [t[k][-1]] * 3
+    t["frame_index"][-3:] = [3, 4, 5]
+    t["timestamp"][-3:] = [3 / FPS, 4 / FPS, float("nan")]
     pq.write_table(pa.table(t), path)
     db = str(tmp_path / "c.duckdb")
     code, out, _ = run(["index", "--lerobot", str(root), "--camera", CAM, "--set", "s", "--domain", "real", "--db", db], capsys)
-    assert code == 0 and "7 usable, 2 skipped" in out
-    assert out.count("is missing from episode_000001.mp4 (3 frames") == 2
+    assert code == 0 and "7 usable, 3 skipped" in out
+    assert out.count("is missing from episode_000001.mp4 (3 frames") == 3
+    assert "frame at t=nan s is missing" in out
 
 
 def test_truncated_and_corrupt_videos_are_skips_and_a_set_of_only_them_exits_2(tmp_path, episodes, capsys):

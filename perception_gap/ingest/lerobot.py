@@ -199,7 +199,7 @@ def _video_frame(videos: _Videos, path: Path, t: float, fps: float) -> Container
     i = min(max(bisect_left(ts, t), 1), n - 1) if n > 1 else 0
     if i > 0 and abs(ts[i - 1] - t) <= abs(ts[i] - t):
         i -= 1
-    if abs(ts[i] - t) > 0.5 / fps:
+    if not abs(ts[i] - t) <= 0.5 / fps:  # `not <=`: a NaN time matches no frame
         raise FrameError(f"frame at t={t:.4f} s is missing from {path.name} ({n} frames, "
                          f"{ts[0]:.4f}-{ts[-1]:.4f} s)")
     return ContainerFrame(file, VIDEO_MEMBER, i, header)
