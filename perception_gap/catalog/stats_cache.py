@@ -25,7 +25,8 @@ def _arrow_stats(name: str, rows: list[dict[str, Any]], cols: tuple[str, ...]) -
     """Cache rows of table `name` (`frame_stats` or `depth_stats`) as an Arrow table of its column types."""
     types = {c: pa.list_(pa.float64()) for c in
              ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles", "hist", "log_hist",
-              "spectrum")}
+              "spectrum", "grad_xy", "invalid")}
+    types["thumb"] = pa.binary()
     types.update({c: pa.float64() for c in
                   ("nominal_max", "lum_mean", "sharpness", "hf_ratio", "grad_ratio", "dup_frac",
                    "dup_parity", "blockiness", "nonfinite_frac", "dropout", "noise_sigma", "chroma_hf",

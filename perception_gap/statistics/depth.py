@@ -32,8 +32,10 @@ class DepthStats:
         stride: sampling stride (as for images).
         percentiles: depth at `DEPTH_PERCENTILES` over valid pixels, own units; None if none valid.
         mean: mean over valid pixels, own units; None if none valid.
-        dropout: fraction of pixels that are 0, negative, NaN or infinite.
+        dropout: fraction of pixels that are 0, negative, NaN, infinite or an integer dtype's maximum.
         inferred_unit: `m`, `mm` or `unknown`, from dtype and magnitude (see `infer_depth_unit`).
+        invalid: fractions of the sampled pixels carrying each invalid marker of `INVALID_MARKERS`
+            (0, NaN, inf, negative, the dtype's maximum or a float far-clip spike).
         log_hist: histogram of log10(valid depth) in own units, `DEPTH_HIST_BINS` bins over
             `DEPTH_HIST_LOG10`, as fractions of the valid samples; None if none valid.
     """
@@ -47,6 +49,7 @@ class DepthStats:
     dropout: float
     inferred_unit: str
     log_hist: tuple[float, ...] | None = None
+    invalid: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,7 +104,7 @@ def infer_depth_unit(dtype: np.dtype, median: float | None) -> str:
 
 
 def depth_stats(d: np.ndarray) -> DepthStats:
-    """Statistics of an (H, W) depth map of any real dtype; invalid = 0, negative, NaN, inf."""
+    """Statistics of an (H, W) depth map of any real dtype; invalid = 0, negative, NaN, inf, integer max."""
     if d.ndim == 3 and d.shape[2] == 1:
         d = d[:, :, 0]
     if d.ndim != 2 or d.size == 0:
@@ -111,8 +114,9 @@ def depth_stats(d: np.ndarray) -> DepthStats:
     g = sample_grid(d, s).ravel()
     if np.issubdtype(g.dtype, np.floating):
         valid = np.isfinite(g) & (g > 0)
-    else:
-        valid = g > 0
+    else:  # the dtype's maximum (65535) is a sentinel, never a reading (65.5 m in mm)
+        valid = (g > 0) & (g < np.iinfo(g.dtype).max)
+    invalid = invalid_markers(g)
     v = g[valid].astype(np.float64)
     dropout = 1.0 - v.size / g.size
     log_hist = None
@@ -129,4 +133,33 @@ def depth_stats(d: np.ndarray) -> DepthStats:
     return DepthStats(
         width=w, height=h, dtype=d.dtype.name, stride=s, percentiles=pct, mean=mean,
         dropout=dropout, inferred_unit=infer_depth_unit(d.dtype, median), log_hist=log_hist,
+        invalid=invalid,
     )
+
+
+# What a depth map can mark invalid pixels with, in the order of `DepthStats.invalid`.
+INVALID_MARKERS = ("zero", "nan", "inf", "negative", "max")
+
+
+def invalid_markers(g: np.ndarray) -> tuple[float, ...]:
+    """Fractions of the samples `g` (any shape) carrying each of `INVALID_MARKERS`.
+
+    `max` is the dtype's maximum for integer maps (65535 for uint16), and for float maps a spike
+    at the map's largest finite value holding at least 1% of the samples (a far clip plane or a
+    sentinel such as 1e4); a float map whose largest value is rare reads 0.
+    """
+    n = max(g.size, 1)
+    if np.issubdtype(g.dtype, np.floating):
+        fin = np.isfinite(g)
+        nan = float(np.count_nonzero(np.isnan(g))) / n
+        inf = float(g.size - np.count_nonzero(fin)) / n - nan
+        neg = float(np.count_nonzero(g[fin] < 0)) / n
+        top = float(g[fin].max()) if fin.any() else 0.0
+        at_max = float(np.count_nonzero(g == top)) / n if top > 0 else 0.0
+        at_max = at_max if at_max >= 0.01 else 0.0
+    else:
+        nan = inf = 0.0
+        neg = float(np.count_nonzero(g < 0)) / n
+        at_max = float(np.count_nonzero(g == np.iinfo(g.dtype).max)) / n
+    zero = float(np.count_nonzero(g == 0)) / n
+    return (zero, nan, inf, neg, at_max)

@@ -32,6 +32,8 @@ LUM_PERCENTILES = (1, 5, 50, 95, 99)
 HF_CROP = 128
 # Channel histograms: HIST_BINS equal bins over [0, full scale] of integer-coded frames.
 HIST_BINS = 32
+# Side of the luma thumbnail kept per frame (float16: 2 KiB a frame).
+THUMB = 32
 
 # ITU-R BT.601 luma weights, as Pillow's convert("L") uses them (fixed point, rounded).
 _LUMA = np.array([0.299, 0.587, 0.114])
@@ -90,6 +92,12 @@ class ImageStats:
             it. None for grey or constant frames.
         jpeg_quality: the IJG quality (1-100) whose luminance quantization table best matches the
             file's own (JPEG files only), else None.
+        thumb: the whole frame's luma as a `THUMB` x `THUMB` box-filtered thumbnail of the sampling
+            grid, float16 bytes (row-major), in fractions of full scale (own units for floats;
+            non-finite values as NaN). The spatial checks (orientation, field of view, vignetting,
+            tone curve, pair sync) and the gap maps read it (`thumb_array`).
+        grad_xy: (E[dx^2], E[dy^2]) of the luma crop, horizontal and vertical first differences,
+            in (fraction of full scale)^2; directional blur lowers one against the other.
     """
 
     width: int
@@ -118,6 +126,8 @@ class ImageStats:
     spectrum: tuple[float, ...] | None = None
     chroma_hf: float | None = None
     jpeg_quality: float | None = None
+    thumb: bytes | None = None
+    grad_xy: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,6 +146,32 @@ def _percentiles_from_hist(hist: np.ndarray, qs: tuple[float, ...]) -> tuple[flo
     cdf = np.cumsum(hist)
     idx = np.searchsorted(cdf, np.asarray(qs, dtype=np.float64) / 100.0 * cdf[-1], side="left")
     return tuple(float(i) for i in idx)
+
+
+def _thumb_u8(lum: Image.Image) -> bytes:
+    """THUMB x THUMB box-filtered thumbnail of an 8-bit `L` image, as float16 fractions of 255."""
+    t = np.asarray(lum.resize((THUMB, THUMB), Image.BOX), dtype=np.float32) / np.float32(255.0)
+    return t.astype(np.float16).tobytes()
+
+
+def _thumb_float(lum: np.ndarray, scale: float) -> bytes:
+    """THUMB x THUMB box-filtered thumbnail of an (h, w) luma array in own units / `scale`.
+
+    Non-finite samples are left out of each box (a box with none finite is NaN).
+    """
+    lum = np.asarray(lum, dtype=np.float32) / np.float32(scale)
+    fin = np.isfinite(lum)
+    box = lambda a: np.asarray(Image.fromarray(a, mode="F").resize((THUMB, THUMB), Image.BOX), dtype=np.float32)
+    total = box(np.where(fin, lum, np.float32(0.0)))
+    share = box(fin.astype(np.float32))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(share > 0, total / np.maximum(share, np.float32(1e-12)), np.float32(np.nan))
+    return np.clip(t, -65000.0, 65000.0).astype(np.float16).tobytes()
+
+
+def thumb_array(thumb: bytes) -> np.ndarray:
+    """The (THUMB, THUMB) float32 luma thumbnail of `ImageStats.thumb`."""
+    return np.frombuffer(thumb, dtype=np.float16).astype(np.float32).reshape(THUMB, THUMB)
 
 
 _V = np.arange(256, dtype=np.float64)
@@ -189,6 +225,7 @@ class Sampled:
     hists: np.ndarray
     crop: np.ndarray
     jpeg_quality: float | None
+    thumb: bytes | None = None
 
 
 def sample_pil(img: Image.Image) -> Sampled:
@@ -210,11 +247,12 @@ def sample_pil(img: Image.Image) -> Sampled:
     else:
         grid = img
     rgb = img.mode == "RGB"
-    raw = grid.histogram() + grid.convert("L").histogram() if rgb else grid.histogram()
+    lum = grid.convert("L") if rgb else grid
+    raw = grid.histogram() + lum.histogram() if rgb else grid.histogram()
     hists = np.fromiter(raw, np.int64, len(raw)).astype(np.float64).reshape(-1, 256)  # ~2x np.array(raw, float)
     crop = np.asarray(img.crop(_centre_crop_box(h, w)))  # the one copy of the crop out of Pillow
     quality = jpeg_quality(getattr(img, "quantization", None)) if img.format == "JPEG" else None
-    return Sampled(w, h, img.mode, s, hists, crop, quality)
+    return Sampled(w, h, img.mode, s, hists, crop, quality, _thumb_u8(lum))
 
 
 def sample_rgb8(a: np.ndarray) -> Sampled:
@@ -231,9 +269,11 @@ def sample_rgb8(a: np.ndarray) -> Sampled:
     hists = np.empty((4, 256))
     for ch in range(3):
         hists[ch] = np.bincount(g[..., ch].ravel(), minlength=256)
-    hists[3] = np.bincount(_luma_u8(g).ravel(), minlength=256)
+    lum = _luma_u8(g)
+    hists[3] = np.bincount(lum.ravel(), minlength=256)
     left, top, right, bottom = _centre_crop_box(h, w)
-    return Sampled(w, h, "RGB", s, hists, a[top:bottom, left:right].copy(), None)
+    thumb = _thumb_u8(Image.fromarray(np.ascontiguousarray(lum), mode="L"))
+    return Sampled(w, h, "RGB", s, hists, a[top:bottom, left:right].copy(), None, thumb)
 
 
 def image_stats_pil(img: Image.Image) -> ImageStats:
@@ -280,7 +320,7 @@ def _stats_u8(f: Sampled, hf: dict[str, Any]) -> ImageStats:
         lum_percentiles=_percentiles_from_hist(lum_hist, LUM_PERCENTILES),
         lum_mean=float(lum_hist @ _V) / float(lum_hist.sum()),
         lin_mean=floats(lin), hist=_coarse_hist_u8(f.hists[:c]), jpeg_quality=f.jpeg_quality,
-        **hf,
+        thumb=f.thumb, **hf,
     )
 
 
@@ -342,9 +382,13 @@ def image_stats_array(a: np.ndarray, *, mode: str = "array") -> ImageStats:
         mins.append(float(col64.min()))
         maxs.append(float(col64.max()))
     if a.dtype == np.uint8 and c >= 3:
-        lum_g = _luma_u8(g[..., :3]).astype(np.float64).ravel()
+        lum_grid = _luma_u8(g[..., :3])
+        thumb = _thumb_u8(Image.fromarray(np.ascontiguousarray(lum_grid), mode="L"))
+        lum_g = lum_grid.astype(np.float64).ravel()
     else:
-        lum_g = _luma_float(g).ravel()
+        lum_grid = _luma_float(g)
+        thumb = _thumb_float(lum_grid, nominal if nominal is not None else 1.0)
+        lum_g = lum_grid.ravel()
     lum_g = lum_g[np.isfinite(lum_g)]
     if lum_g.size:
         lum_p = tuple(float(x) for x in np.percentile(lum_g, LUM_PERCENTILES, method="inverted_cdf"))
@@ -375,6 +419,6 @@ def image_stats_array(a: np.ndarray, *, mode: str = "array") -> ImageStats:
         width=w, height=h, channels=c, dtype=a.dtype.name, mode=mode, nominal_max=nominal,
         stride=s, mean=tuple(means), std=tuple(stds), min=tuple(mins), max=tuple(maxs),
         lum_percentiles=lum_p, lum_mean=lum_mean, lin_mean=lin_mean,
-        nonfinite_frac=nonfinite / max(flat.size, 1), hist=hist, **hf,
+        nonfinite_frac=nonfinite / max(flat.size, 1), hist=hist, thumb=thumb, **hf,
     )
 

@@ -71,7 +71,8 @@ def _spectrum_plan(h: int, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _no_features() -> dict[str, Any]:
     return {"sharpness": 0.0, "hf_ratio": None, "grad_ratio": None, "dup_frac": 0.0, "dup_parity": 0.0,
-            "blockiness": None, "noise_sigma": None, "spectrum": None, "chroma_hf": None}
+            "blockiness": None, "noise_sigma": None, "spectrum": None, "chroma_hf": None,
+            "grad_xy": None}
 
 
 def crop_features(planes: np.ndarray, scale: float = 1.0) -> dict[str, Any]:
@@ -125,6 +126,7 @@ def crop_features_batch(planes: np.ndarray, scale: float = 1.0) -> list[dict[str
     for i, out in enumerate(outs):
         j = i * c
         out["sharpness"] = e_lap[j] * inv
+        out["grad_xy"] = (e_dx[j] * inv, e_dy[j] * inv)
         if e_dx[j] + e_dy[j] > 0:
             out["hf_ratio"] = e_lap[j] / (e_dx[j] + e_dy[j])
         if e_dx[j] > 0:

@@ -218,7 +218,7 @@ def _image_from_row(row: dict[str, Any]) -> ImageStats | None:
     if row.get("img_error") is not None or row.get("img_width") is None:
         return None
     vals = {k: row[f"img_{k}"] for k in _IMAGE_FIELDS}
-    for k in ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "hist", "spectrum"):
+    for k in ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "hist", "spectrum", "grad_xy"):
         if vals[k] is not None:
             vals[k] = tuple(vals[k])
     return ImageStats(**vals)
@@ -228,7 +228,7 @@ def _depth_from_row(row: dict[str, Any]) -> DepthStats | None:
     if row.get("dep_error") is not None or row.get("dep_width") is None:
         return None
     vals = {k: row[f"dep_{k}"] for k in _DEPTH_FIELDS}
-    for k in ("percentiles", "log_hist"):
+    for k in ("percentiles", "log_hist", "invalid"):
         if vals[k] is not None:
             vals[k] = tuple(vals[k])
     return DepthStats(**vals)
@@ -254,7 +254,7 @@ def load_set_records(catalog: Catalog, name: str, *, domain: str | None = None,
             continue  # unreadable content: reported among the skipped frames
         unit = row["depth_unit"]
         frames.append(FrameRecord(
-            pair_key=row["pair_key"], episode=row["episode"], image=image,
+            pair_key=row["pair_key"], episode=row["episode"], step=row["step"], image=image,
             depth=_depth_from_row(row), depth_units_per_m=parse_depth_unit(unit) if unit else None,
             action=tuple(row["action"]) if row["action"] is not None else None,
             proprio=tuple(row["proprio"]) if row["proprio"] is not None else None,
