@@ -4,7 +4,11 @@ The policy is called as `policy(images, proprio)` with `images` a float32 torch 
 (N, 3, H, W) and `proprio` a float32 tensor (N, D) (D may be 0), and returns (N, A) actions (a
 tensor or anything numpy can read). Nothing is unpickled as Python objects: TorchScript archives
 are read by `torch.jit.load` (TorchScript's own restricted loader) and `.pt2` programs by
-`torch.export.load`; a plain `torch.save` pickle is refused, not loaded. A `module:function`
+`torch.export.load` with every `torch.load` inside it forced to the weights-only unpickler
+(`torch.export.load` would otherwise retry a pickled member, such as its sample inputs, with the
+full unpickler); an archive holding a plain-pickle member (an opaque-object constant, which
+`torch.export.load` reads with `pickle.loads`) is refused before loading, as is a plain
+`torch.save` pickle given as the policy. A `module:function`
 spec imports the user's own code on purpose (`pkg.mod:fn`, or `path/to/file.py:fn`).
 """
 
@@ -15,7 +19,9 @@ import importlib.util
 import os
 import sys
 import warnings
-from collections.abc import Callable
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +74,59 @@ def import_function(spec: str) -> Callable[..., Any]:
     return fn
 
 
+_FORCE_SAFE, _FORCE_UNSAFE = "TORCH_FORCE_WEIGHTS_ONLY_LOAD", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"
+_PLAIN_PICKLE_PREFIX = "opaque_obj_"  # constants `torch.export.load` reads with `pickle.loads`
+
+
+@contextmanager
+def weights_only_loads() -> Iterator[None]:
+    """Every `torch.load` inside runs the weights-only unpickler, whatever `weights_only` it is
+    called with (torch reads these variables on each call); the environment is restored after."""
+    saved = {k: os.environ.get(k) for k in (_FORCE_SAFE, _FORCE_UNSAFE)}
+    os.environ[_FORCE_SAFE] = "1"
+    os.environ.pop(_FORCE_UNSAFE, None)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _plain_pickles(path: str) -> list[str]:
+    """Members of a `.pt2` zip that `torch.export.load` would read with `pickle.loads` (none when
+    the file is not a zip: `torch.export.load` then fails on its own)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return []
+    return [n for n in names if n.rsplit("/", 1)[-1].startswith(_PLAIN_PICKLE_PREFIX)]
+
+
+def load_exported(spec: str) -> Callable[..., Any]:
+    """The module of a `torch.export` program, loaded without unpickling any Python object.
+
+    Raises:
+        PolicyError: not an exported program, a member holding a plain pickle, or a pickled
+            member that the weights-only unpickler refuses.
+    """
+    import torch
+
+    pickles = _plain_pickles(spec)
+    if pickles:
+        raise PolicyError(f"Expected `--policy` {spec!r} to be a torch.export program without pickled Python "
+                          f"objects, got member {pickles[0]!r} (a plain pickle; it is never loaded).")
+    try:
+        with weights_only_loads():
+            return torch.export.load(spec).module()
+    except Exception as e:  # noqa: BLE001 - any failure means: not an exported program (or not a safe one)
+        raise PolicyError(f"Expected `--policy` {spec!r} to be a torch.export program (.pt2) whose pickled members "
+                          f"hold tensors only, got {_first_line(e)}.") from None
+
+
 def load_policy(spec: str) -> Callable[..., Any]:
     """The callable behind `spec`: a TorchScript file, a `.pt2` program or `module:function`.
 
@@ -78,11 +137,7 @@ def load_policy(spec: str) -> Callable[..., Any]:
 
     if os.path.isfile(spec):
         if spec.endswith(".pt2"):
-            try:
-                return torch.export.load(spec).module()
-            except Exception as e:  # noqa: BLE001 - any failure means: not an exported program
-                raise PolicyError(f"Expected `--policy` {spec!r} to be a torch.export program (.pt2), got "
-                                  f"{_first_line(e)}.") from None
+            return load_exported(spec)
         try:
             with warnings.catch_warnings():  # torch 2.9+ marks TorchScript deprecated; still the common export
                 warnings.simplefilter("ignore", FutureWarning)
