@@ -35,12 +35,19 @@ from typing import Callable
 from perception_gap.diagnoses.colour import check_brightness, check_channel_swap, check_white_balance
 from perception_gap.diagnoses.common import DIST_ALPHA, DIST_MIN_FRAMES, HF_MIN_FRAMES, MIN_PAIRS
 from perception_gap.diagnoses.context import Context, basis_evidence
+from perception_gap.diagnoses.control import check_control
 from perception_gap.diagnoses.depth import check_depth_dropout, check_depth_scale
+from perception_gap.diagnoses.depth_invalid import check_depth_invalid
 from perception_gap.diagnoses.encoding import infer_encodings
+from perception_gap.diagnoses.formats import check_frame_format, majority_formats
 from perception_gap.diagnoses.geometry import check_resolution
 from perception_gap.diagnoses.joints import check_joint_units
+from perception_gap.diagnoses.motion import check_motion_blur
 from perception_gap.diagnoses.sharpness import check_resize_filter, check_sharpness
+from perception_gap.diagnoses.spatial import check_field_of_view, check_orientation, check_pair_sync
 from perception_gap.diagnoses.texture import check_compression, check_sensor_noise
+from perception_gap.diagnoses.tone import check_tone_curve, check_vignetting
+from perception_gap.diagnoses.unexplained import check_unexplained, gap_maps
 from perception_gap.diagnoses.values import check_normalization, check_value_range, encoding_inputs
 from perception_gap.findings import Finding, order_findings
 from perception_gap.statistics.records import FrameRecord, SetRecords, paired
@@ -51,19 +58,41 @@ logger = logging.getLogger(__name__)
 # The registry, in the order checks contaminate each other (see the module docstring).
 CHECKS: tuple[tuple[str, Callable[[Context], Finding | None]], ...] = (
     ("resolution", check_resolution),
+    ("frame_format", check_frame_format),
     ("value_range", check_value_range),
     ("normalization", check_normalization),
     ("channel_swap", check_channel_swap),
+    ("orientation", check_orientation),
+    ("field_of_view", check_field_of_view),
+    ("pair_sync", check_pair_sync),
+    ("tone_curve", check_tone_curve),
     ("depth_scale", check_depth_scale),
+    ("depth_invalid", check_depth_invalid),
     ("depth_dropout", check_depth_dropout),
+    ("vignetting", check_vignetting),
     ("brightness", check_brightness),
     ("white_balance", check_white_balance),
     ("compression", check_compression),
     ("sensor_noise", check_sensor_noise),
+    ("motion_blur", check_motion_blur),
     ("resize_filter", check_resize_filter),
     ("sharpness", check_sharpness),
     ("joint_units", check_joint_units),
 )
+
+# A check is skipped once any of these fired: they explain its signal (a curve moves the mean
+# luminance and the chroma ratios; a zoom resamples the frame, which changes every high-frequency
+# statistic; directional blur lowers sharpness; a different invalid-depth marker fakes a dropout rate).
+_HF = frozenset({"field_of_view", "motion_blur"})
+SKIP_AFTER: dict[str, frozenset[str]] = {
+    "brightness": frozenset({"tone_curve"}),
+    "white_balance": frozenset({"tone_curve"}),
+    "compression": frozenset({"field_of_view"}),
+    "sensor_noise": frozenset({"field_of_view"}),
+    "resize_filter": _HF,
+    "sharpness": _HF,
+    "depth_dropout": frozenset({"depth_invalid"}),
+}
 
 
 def _infer(ctx: Context) -> None:
@@ -74,7 +103,19 @@ def _infer(ctx: Context) -> None:
 
 
 _IMAGE_CHECKS = {"value_range", "normalization", "channel_swap", "compression", "sensor_noise", "resize_filter",
-                 "sharpness", "brightness", "white_balance"}
+                 "sharpness", "brightness", "white_balance", "orientation", "field_of_view", "pair_sync",
+                 "tone_curve", "vignetting", "motion_blur"}
+# Codes that say nothing about appearance: `unexplained_gap` still speaks when only these fired.
+_NOT_APPEARANCE = {"joint_units", "control_dims", "control_scale", "control_sign", "depth_scale", "depth_invalid",
+                   "depth_dropout", "insufficient_data"}
+
+
+def context(sim: SetRecords, real: SetRecords) -> Context:
+    """The check context of two sets: their pairs, majority frame formats and inferred encodings."""
+    ctx = Context(sim=sim, real=real, pairs=paired(sim, real))
+    ctx.formats = majority_formats(ctx)
+    _infer(ctx)
+    return ctx
 
 
 def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
@@ -87,25 +128,43 @@ def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
     Returns:
         Findings with codes from docs/contract.md (`channel_swap`, `value_range`, `normalization`,
         `depth_scale`, `depth_dropout`, `compression`, `sensor_noise`, `resize_filter`, `sharpness`,
-        `brightness`, `white_balance`, `resolution`, `joint_units`), ordered by `order_findings`;
-        empty when nothing is off.
+        `brightness`, `white_balance`, `resolution`, `joint_units`, and the spatial, transfer-curve,
+        depth-convention, control and format codes: `frame_format`, `orientation`, `field_of_view`,
+        `pair_sync`, `tone_curve`, `vignetting`, `motion_blur`, `depth_invalid`, `control_dims`,
+        `control_scale`, `control_sign`, `unexplained_gap`), ordered by `order_findings`; empty when
+        nothing is off.
     """
-    ctx = Context(sim=sim, real=real, pairs=paired(sim, real))
-    _infer(ctx)
+    return diagnose_with_maps(sim, real)[0]
+
+
+def diagnose_with_maps(sim: SetRecords, real: SetRecords) -> tuple[list[Finding], dict | None]:
+    """`diagnose`, and the spatial gap maps of the two sets (`unexplained.gap_maps`; None without
+    thumbnails), drawn with the orientation the checks found."""
+    ctx = context(sim, real)
     findings: list[Finding] = []
     for code, check in CHECKS:
-        if code in _IMAGE_CHECKS and ctx.enc is None:
+        if code in _IMAGE_CHECKS and (ctx.enc is None or ctx.memo.get("format_mismatch") == "channel count"):
+            continue
+        if ctx.fired & SKIP_AFTER.get(code, frozenset()):
             continue
         found = check(ctx)
         if found is not None:
             ctx.fired.add(code)
             findings.append(found)
             logger.debug("%s: %s", code, found.title)
+    for found in check_control(ctx):
+        ctx.fired.add(found.code)
+        findings.append(found)
+    if ctx.enc is not None:
+        found = check_unexplained(ctx, ctx.fired - _NOT_APPEARANCE)
+        if found is not None:
+            findings.append(found)
     few = _too_few_unpaired(ctx)
     if few is not None:
         findings.append(few)
     logger.info("plumbing: %d finding(s) for %s vs %s", len(findings), sim.name, real.name)
-    return order_findings(findings)
+    maps = gap_maps(ctx) if ctx.enc is not None else None
+    return order_findings(findings), maps
 
 
 def _few_for_high_frequency(ctx: Context, fs: list[FrameRecord], fr: list[FrameRecord]) -> Finding:

@@ -226,6 +226,8 @@ def check_brightness(ctx: Context) -> Finding | None:
         z_ok = dist_clear(ys, yr, BRIGHTNESS_STOPS["distribution"])
     if abs(stops) < BRIGHTNESS_STOPS[basis] or not z_ok:
         return None
+    if "vignetting" in ctx.fired and abs(ctx.memo.get("vignetting_centre_stops", 0.0)) < BRIGHTNESS_STOPS[basis]:
+        return None  # the mean fell because the corners did: the centre is as bright as the other side's
     word = "brighter" if stops > 0 else "darker"
     ctx.memo["brighter"] = "sim" if stops > 0 else "real"  # the high-frequency checks discount what exposure moves
     budget = math.ceil(abs(stops) * 10 - 1e-9) / 10

@@ -22,13 +22,20 @@ class Context:
     enc: EncodingInference | None = None
     fired: set[str] = field(default_factory=set)
     memo: dict = field(default_factory=dict)  # analyses several checks share (e.g. `highfreq`)
+    # per side, the (channels, dtype) most of its frames have: frames of another format are left
+    # out of the image checks (and named by `frame_format`)
+    formats: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def image_pairs(self) -> list[tuple[FrameRecord, FrameRecord]]:
-        return [(s, r) for s, r in self.pairs if _usable(s) and _usable(r)]
+        return [(s, r) for s, r in self.pairs if self._usable(s, "sim") and self._usable(r, "real")]
 
     def images(self, side: str) -> list[FrameRecord]:
         frames = self.sim.frames if side == "sim" else self.real.frames
-        return [f for f in frames if _usable(f)]
+        return [f for f in frames if self._usable(f, side)]
+
+    def _usable(self, f: FrameRecord, side: str) -> bool:
+        fmt = self.formats.get(side)
+        return _usable(f) and (fmt is None or (f.image.channels, f.image.dtype) == fmt)
 
     def image_sides(self, keep: Callable[[FrameRecord, FrameRecord | None], bool] = lambda f, g: True,
                     ) -> tuple[str, list[FrameRecord], list[FrameRecord]]:

@@ -314,7 +314,7 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
         `version`. `sets[NAME]["reindexed"]` lists the frames whose file changed since `index`
         (re-indexed and measured under their new content hash).
     """
-    from perception_gap.diagnoses.checks import diagnose
+    from perception_gap.diagnoses.checks import diagnose_with_maps
     from perception_gap.findings import order_findings
 
     if sim == real:
@@ -327,7 +327,8 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
     done = compute_stats(catalog, [sim, real], workers=workers, progress=progress, runner=runner)
     sim_rec = load_set_records(catalog, sim)
     real_rec = load_set_records(catalog, real)
-    findings = order_findings(diagnose(sim_rec, real_rec))
+    found, maps = diagnose_with_maps(sim_rec, real_rec)
+    findings = order_findings(found)
     pairs = pairing(sim_rec, real_rec)
     if pairs["n_unpaired_sim"] or pairs["n_unpaired_real"]:
         log.info("%d sim and %d real frames have no partner", pairs["n_unpaired_sim"], pairs["n_unpaired_real"])
@@ -339,4 +340,5 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
         "pairs": pairs,
         "stats": {sim: summarize_set(sim_rec).to_dict(), real: summarize_set(real_rec).to_dict()},
         "findings": [f.to_dict() for f in findings],
+        "maps": maps,
     }

@@ -1,0 +1,124 @@
+"""Control plumbing: proprio and action vectors that differ in length, scale or sign between the sets.
+
+`control_dims`: the vectors have a different number of dimensions (3 vs 7). `control_scale`: a
+dimension is a constant multiple of the other side's (units, a normalization, [-1, 1] vs
+physical), other than the degrees/radians factor `joint_units` names. `control_sign`: a dimension
+is negated (a gripper open/close convention). Paired: per dimension, the slope and correlation of
+sim on real over matched pairs. Unpaired: the ratio of root-mean-square values, and for the sign
+a mean that flips while staying far from zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+
+from perception_gap.diagnoses.common import MIN_PAIRS, num, nums
+from perception_gap.diagnoses.context import Context, basis_evidence
+from perception_gap.diagnoses.joints import DEG_PER_RAD, JOINT_RATIO_LOOSE
+from perception_gap.findings import Finding
+
+# A dimension scaled by this factor or more (either way) is named; paired dims must also correlate.
+SCALE_RATIO = 2.5
+MIN_CORR = 0.9
+# Unpaired sign flip: the means are opposite, each at least this many standard deviations from zero.
+SIGN_MEAN_SD = 1.5
+
+
+def _vectors(ctx: Context, attr: str) -> tuple[str, np.ndarray, np.ndarray, int, int] | None:
+    get = lambda f: getattr(f, attr)  # noqa: E731
+    fs = [f for f in ctx.sim.frames if get(f) is not None]
+    fr = [f for f in ctx.real.frames if get(f) is not None]
+    if not fs or not fr:
+        return None
+    ds = Counter(len(get(f)) for f in fs).most_common(1)[0][0]
+    dr = Counter(len(get(f)) for f in fr).most_common(1)[0][0]
+    if ds != dr:
+        return "dims", np.empty(0), np.empty(0), ds, dr
+    fs = [f for f in fs if len(get(f)) == ds]
+    fr = [f for f in fr if len(get(f)) == ds]
+    by_key = {f.pair_key: f for f in fr}
+    pairs = [(s, by_key[s.pair_key]) for s in fs if s.pair_key in by_key]
+    if len(pairs) >= MIN_PAIRS:
+        sv = np.array([get(s) for s, _ in pairs], dtype=np.float64)
+        rv = np.array([get(r) for _, r in pairs], dtype=np.float64)
+        keep = np.all(np.isfinite(sv), axis=1) & np.all(np.isfinite(rv), axis=1)
+        return "pairs", sv[keep], rv[keep], ds, dr
+    sv = np.array([get(f) for f in fs], dtype=np.float64)
+    rv = np.array([get(f) for f in fr], dtype=np.float64)
+    return "distribution", sv[np.all(np.isfinite(sv), axis=1)], rv[np.all(np.isfinite(rv), axis=1)], ds, dr
+
+
+def _per_dim(basis: str, sv: np.ndarray, rv: np.ndarray) -> list[tuple[float, bool]]:
+    """Per dimension (ratio sim/real, well determined); ratio NaN where a dim carries nothing."""
+    out = []
+    for d in range(sv.shape[1]):
+        s, r = sv[:, d], rv[:, d]
+        if basis == "pairs":
+            sc, rc = s - s.mean(), r - r.mean()
+            vs, vr = float(sc @ sc), float(rc @ rc)
+            if vs < 1e-12 or vr < 1e-12:  # constant dims: compare the values themselves
+                ok = abs(float(r.mean())) > 1e-9 and abs(float(s.mean())) > 1e-9
+                out.append((float(s.mean() / r.mean()) if ok else math.nan, ok))
+                continue
+            corr = float(sc @ rc) / math.sqrt(vs * vr)
+            out.append((float(sc @ rc) / vr, abs(corr) >= MIN_CORR))
+        else:
+            rs, rr = math.sqrt(float(np.mean(s * s))), math.sqrt(float(np.mean(r * r)))
+            if rs < 1e-9 or rr < 1e-9:
+                out.append((math.nan, False))
+                continue
+            ms, mr, sds, sdr = float(s.mean()), float(r.mean()), float(s.std()), float(r.std())
+            flipped = ms * mr < 0 and abs(ms) >= SIGN_MEAN_SD * sds and abs(mr) >= SIGN_MEAN_SD * sdr
+            out.append(((-1.0 if flipped else 1.0) * rs / rr, True))
+    return out
+
+
+def _is_joint_units(ratio: float) -> bool:
+    lr = abs(math.log(abs(ratio)))
+    return abs(lr - math.log(DEG_PER_RAD)) <= math.log(JOINT_RATIO_LOOSE)
+
+
+def check_control(ctx: Context) -> list[Finding]:
+    """`control_dims`, `control_scale` and `control_sign` findings for proprio and action."""
+    out = []
+    for attr in ("proprio", "action"):
+        got = _vectors(ctx, attr)
+        if got is None:
+            continue
+        basis, sv, rv, ds, dr = got
+        if basis == "dims":
+            ev = basis_evidence("distribution", 0, ctx)
+            ev.update({"field": attr, "sim_dims": ds, "real_dims": dr})
+            out.append(Finding(
+                "control_dims", "bug", f"Sim {attr} has {ds} dimensions, real {attr} {dr}.", ev,
+                f"Make both sides log the same {attr} vector (same joints, same order, gripper included or not) "
+                f"before comparing or training; a policy fed the other layout reads the wrong numbers.", num(5.0)))
+            continue
+        if len(sv) < 2 or len(rv) < 2:
+            continue
+        per = _per_dim(basis, sv, rv)
+        ratios = [r for r, _ in per]
+        scaled = [d for d, (r, ok) in enumerate(per) if ok and math.isfinite(r) and abs(math.log(abs(r))) >=
+                  math.log(SCALE_RATIO) and not _is_joint_units(r)]
+        flipped = [d for d, (r, ok) in enumerate(per) if ok and math.isfinite(r) and r < 0 and d not in scaled]
+        ev = basis_evidence(basis, len(sv) if basis == "pairs" else 0, ctx)
+        ev.update({"field": attr, "n_dims": ds, "ratio_sim_over_real": nums(ratios, 4)})
+        if scaled:
+            vals = [abs(ratios[d]) for d in scaled]
+            out.append(Finding(
+                "control_scale", "bug",
+                f"Sim {attr} dims {scaled} are {', '.join(f'{v:.3g}x' for v in vals)} the real values.",
+                {**ev, "dims": scaled, "scales": nums(vals, 4)},
+                f"Use one unit and one normalization for {attr} dims {scaled} on both sides (check the "
+                f"loader's scaling, [-1, 1] vs physical units, mm vs m); a bug, not a randomization budget.",
+                num(max(abs(math.log(v)) for v in vals) / math.log(SCALE_RATIO))))
+        if flipped:
+            out.append(Finding(
+                "control_sign", "bug", f"Sim {attr} dims {flipped} have the opposite sign of real's.",
+                {**ev, "dims": flipped},
+                f"Flip the sign convention of {attr} dims {flipped} on one side (a gripper open/close or an "
+                f"axis direction); a policy trained on one side pushes the other way on the other.", num(2.0)))
+    return out

@@ -1,0 +1,69 @@
+"""`frame_format`: the frames' channel count or bit depth differs, between the sets or within one.
+
+A 1-channel 16-bit stream indexed as the colour camera, against 3-channel 8-bit frames, makes every
+appearance statistic meaningless; a few grey 16-bit frames among 8-bit colour ones shift a set's
+medians. The format of a side is the (channels, dtype) most of its frames have
+(`majority_formats`); frames of another format are left out of the image checks and counted here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from perception_gap.diagnoses.common import num
+from perception_gap.diagnoses.context import Context, basis_evidence
+from perception_gap.findings import Finding
+from perception_gap.statistics.records import FrameRecord
+
+
+def _fmt(f: FrameRecord) -> tuple[int, str]:
+    return (f.image.channels, f.image.dtype)
+
+
+def _label(fmt: tuple[int, str]) -> str:
+    c, dtype = fmt
+    return f"{c}-channel {dtype}"
+
+
+def majority_formats(ctx: Context) -> dict[str, tuple[int, str]]:
+    """Per side, the (channels, dtype) of most of its usable frames (absent for a side without any)."""
+    out = {}
+    for side in ("sim", "real"):
+        frames = [f for f in (ctx.sim.frames if side == "sim" else ctx.real.frames) if f.image is not None]
+        if frames:
+            out[side] = Counter(_fmt(f) for f in frames).most_common(1)[0][0]
+    return out
+
+
+def check_frame_format(ctx: Context) -> Finding | None:
+    """Channel count or bit depth that differs between the sets, or mixed formats within one."""
+    fmts = ctx.formats
+    if len(fmts) < 2:
+        return None
+    counts = {side: Counter(_fmt(f) for f in (ctx.sim.frames if side == "sim" else ctx.real.frames)
+                            if f.image is not None) for side in ("sim", "real")}
+    odd = {side: sum(n for k, n in counts[side].items() if k != fmts[side]) for side in counts}
+    ev = basis_evidence("distribution", 0, ctx)
+    ev.update({"sim_format": _label(fmts["sim"]), "real_format": _label(fmts["real"]),
+               "sim_formats": {_label(k): n for k, n in counts["sim"].items()},
+               "real_formats": {_label(k): n for k, n in counts["real"].items()},
+               "frames_left_out": odd})
+    s, r = fmts["sim"], fmts["real"]
+    if s[0] != r[0] or (s[1] != r[1] and "float" not in s[1] + r[1]):
+        what = "channel count" if s[0] != r[0] else "bit depth"
+        ctx.memo["format_mismatch"] = what
+        title = f"Sim frames are {_label(s)}, real frames {_label(r)}: the {what} differs."
+        hint = (" A 1-channel 16-bit stream is usually a depth or infrared topic indexed as the colour camera."
+                if 1 in (s[0], r[0]) and "uint16" in (s[1], r[1]) else "")
+        action = (f"Index the same kind of stream on both sides (camera topic, encoding, bit depth) before reading "
+                  f"any appearance finding.{hint}")
+        return Finding("frame_format", "bug", title, ev, action, num(10.0))
+    if not any(odd.values()):
+        return None
+    side = "sim" if odd["sim"] >= odd["real"] else "real"
+    others = [f"{n}x {_label(k)}" for k, n in counts[side].items() if k != fmts[side]]
+    title = (f"{odd[side]} {side} frame(s) ({', '.join(others)}) differ in format from the set's "
+             f"{_label(fmts[side])} frames: left out of the image checks.")
+    action = (f"Remove or re-export the odd {side} frames (one camera stream, one encoding per set); the image "
+              f"findings are computed without them.")
+    return Finding("frame_format", "bug", title, ev, action, num(1.0 + odd[side]))

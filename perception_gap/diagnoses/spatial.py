@@ -1,0 +1,223 @@
+"""Spatial diagnoses on the frames' luma thumbnails: `orientation`, `field_of_view`, `pair_sync`.
+
+All three compare where things are in the frame, which no per-frame statistic sees: a flipped or
+rotated frame has the same histogram, spectrum and noise as the original. They read the
+`THUMB` x `THUMB` thumbnails (`diagnoses.thumbs`) and rely on matched pairs; unpaired,
+`orientation` compares the two sets' mean images when the camera is fixed enough for those to
+show the same scene structure, and says nothing otherwise.
+
+Orientation runs first: the later checks compare real frames turned the way it found sim frames
+to be.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+
+from perception_gap.diagnoses.common import num, nums
+from perception_gap.diagnoses.context import Context, basis_evidence
+from perception_gap.diagnoses.thumbs import DIHEDRAL, INVERSE, aligned_pairs, ncc, thumbs01, zoom_stack
+from perception_gap.findings import Finding
+
+# Orientation, paired: a non-identity turn must match a pair better than the frames as they are
+# by ORIENT_MARGIN (correlation), reach ORIENT_MIN_NCC, and be the best turn for ORIENT_SHARE of pairs.
+ORIENT_MARGIN = 0.15
+ORIENT_MIN_NCC = 0.5
+ORIENT_SHARE = 0.6
+# Unpaired, on the sets' mean images: the turned mean must correlate ORIENT_MEAN_NCC and beat the
+# untouched one by ORIENT_MEAN_MARGIN (mean images of different scenes correlate weakly).
+ORIENT_MEAN_NCC = 0.8
+ORIENT_MEAN_MARGIN = 0.3
+ORIENT_MIN_FRAMES = 8
+
+# Field of view: magnifications searched (log-spaced) and shifts (thumbnail pixels).
+FOV_ZOOMS = np.exp(np.linspace(math.log(0.6), math.log(1.0 / 0.6), 61))
+FOV_SHIFTS = np.array([(dy, dx) for dy in (-1.0, 0.0, 1.0) for dx in (-1.0, 0.0, 1.0)])
+# A zoom is named at FOV_MIN_ZOOM or more (either way), when it beats zoom 1 by FOV_MARGIN in
+# correlation and FOV_SHARE of pairs agree within FOV_AGREE (log zoom).
+FOV_MIN_ZOOM = 1.08
+FOV_MARGIN = 0.03
+FOV_SHARE = 0.6
+FOV_AGREE = 0.04
+# Degrees of horizontal field of view the evidence converts the zoom for (typical robot cameras).
+FOV_NOMINAL_DEG = (60.0, 90.0)
+
+# Pair sync: neighbours searched within +-SYNC_STEPS steps of the same episode; a neighbour must
+# beat the own pair by SYNC_MARGIN, for SYNC_SHARE of the pairs that have neighbours.
+SYNC_STEPS = 3
+SYNC_MARGIN = 0.05
+SYNC_SHARE = 0.5
+SYNC_MIN_PAIRS = 4
+
+_TURN_WORDS = {
+    "flip_vertical": "upside down (flipped vertically)", "flip_horizontal": "mirrored (flipped horizontally)",
+    "rotate_180": "rotated by 180 degrees", "transpose": "transposed (height and width swapped)",
+    "rotate_90_cw": "rotated 90 degrees clockwise", "rotate_90_ccw": "rotated 90 degrees counter-clockwise",
+    "anti_transpose": "transposed across the other diagonal",
+}
+
+
+def _turn_action(turn: str) -> str:
+    undo = INVERSE.get(turn, turn)
+    hint = {"flip_vertical": " (an OpenGL-style bottom-left image origin is the usual cause)",
+            "transpose": " (an image array read as W x H)"}.get(turn, "")
+    return (f"Fix the sim camera or its loader so frames come out the way the real camera's do: apply "
+            f"`{undo}` to the sim frames{hint}. This is a pipeline bug; no randomization covers it.")
+
+
+def check_orientation(ctx: Context) -> Finding | None:
+    """Sim frames flipped, rotated or transposed against their real pairs (or, unpaired, the mean images)."""
+    al = aligned_pairs(ctx)
+    if al is not None and len(al[0]) >= 3:
+        pairs, ts, tr = al
+        scores = np.stack([ncc(ts, DIHEDRAL[t](tr)) for t in DIHEDRAL])  # (8, n)
+        best = scores.argmax(axis=0)
+        names = list(DIHEDRAL)
+        margin = scores[best, np.arange(len(pairs))] - scores[0]
+        votes = Counter(names[b] for b, m, s in zip(best, margin, scores.max(axis=0))
+                        if b != 0 and m >= ORIENT_MARGIN and s >= ORIENT_MIN_NCC)
+        if not votes:
+            return None
+        turn, n = votes.most_common(1)[0]
+        if n < ORIENT_SHARE * len(pairs):
+            return None
+        k = names.index(turn)
+        ev = basis_evidence("pairs", len(pairs), ctx)
+        ev.update({"transform": turn, "pairs_agreeing": n, "share": num(n / len(pairs), 3),
+                   "ncc_as_is_median": num(float(np.median(scores[0])), 3),
+                   "ncc_turned_median": num(float(np.median(scores[k])), 3),
+                   "ncc_by_transform": {t: num(float(np.median(scores[i])), 3) for i, t in enumerate(names)}})
+        score = float(np.median(scores[k] - scores[0])) / ORIENT_MARGIN
+    else:
+        found = _orientation_unpaired(ctx)
+        if found is None:
+            return None
+        turn, ev, score = found
+    ctx.memo["orientation"] = turn
+    ctx.memo.pop("aligned_pairs", None)  # the later checks compare the turned frames
+    title = f"Sim frames are {_TURN_WORDS[turn]} relative to real ({ev.get('share', 1.0):.0%} of pairs)." \
+        if ev["basis"] == "pairs" else f"Sim frames look {_TURN_WORDS[turn]} relative to real (set mean images)."
+    return Finding("orientation", "bug", title, ev, _turn_action(turn), num(max(score, 1.0)))
+
+
+def _orientation_unpaired(ctx: Context) -> tuple[str, dict, float] | None:
+    fs, fr = ctx.images("sim"), ctx.images("real")
+    if min(len(fs), len(fr)) < ORIENT_MIN_FRAMES:
+        return None
+    ts, tr = thumbs01(ctx, "sim", fs), thumbs01(ctx, "real", fr)
+    if ts is None or tr is None:
+        return None
+    ms, mr = np.nanmean(ts, axis=0), np.nanmean(tr, axis=0)
+    scores = {t: float(ncc(ms, f(mr))) for t, f in DIHEDRAL.items()}
+    turn = max(scores, key=scores.get)
+    if turn == "identity" or scores[turn] < ORIENT_MEAN_NCC or scores[turn] - scores["identity"] < ORIENT_MEAN_MARGIN:
+        return None
+    ev = basis_evidence("distribution", 0, ctx)
+    ev.update({"transform": turn, "mean_image_ncc_as_is": num(scores["identity"], 3),
+               "mean_image_ncc_turned": num(scores[turn], 3),
+               "ncc_by_transform": {t: num(v, 3) for t, v in scores.items()}})
+    return turn, ev, (scores[turn] - scores["identity"]) / ORIENT_MEAN_MARGIN
+
+
+def _best_zoom(ts: np.ndarray, tr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair: (best zoom of real onto sim, its correlation, the correlation at zoom 1)."""
+    zz = np.repeat(FOV_ZOOMS, len(FOV_SHIFTS))
+    sh = np.tile(FOV_SHIFTS, (len(FOV_ZOOMS), 1))
+    one = int(np.argmin(np.abs(np.log(FOV_ZOOMS))))
+    best_z, best_c, at_one = [], [], []
+    for s, r in zip(ts, tr):
+        c = ncc(np.broadcast_to(s, (len(zz),) + s.shape), zoom_stack(r, zz, sh)).reshape(len(FOV_ZOOMS), -1)
+        per_zoom = c.max(axis=1)
+        k = int(per_zoom.argmax())
+        best_z.append(FOV_ZOOMS[k]); best_c.append(per_zoom[k]); at_one.append(per_zoom[one])
+    return np.array(best_z), np.array(best_c), np.array(at_one)
+
+
+def _fov_deg(real_deg: float, zoom: float) -> float:
+    return math.degrees(2 * math.atan(math.tan(math.radians(real_deg) / 2) / zoom))
+
+
+def check_field_of_view(ctx: Context) -> Finding | None:
+    """Sim and real frames of a pair showing the scene at different magnifications (focal length or crop)."""
+    al = aligned_pairs(ctx)
+    if al is None or len(al[0]) < 3:
+        return None
+    pairs, ts, tr = al
+    z, c, c1 = _best_zoom(ts, tr)
+    lz = np.log(z)
+    med = float(np.median(lz))
+    agree = np.abs(lz - med) <= FOV_AGREE
+    if abs(med) < math.log(FOV_MIN_ZOOM) or agree.mean() < FOV_SHARE:
+        return None
+    gain = c[agree] - c1[agree]
+    if float(np.median(gain)) < FOV_MARGIN or float(np.median(c[agree])) < ORIENT_MIN_NCC:
+        return None
+    zoom = math.exp(med)
+    ev = basis_evidence("pairs", len(pairs), ctx)
+    ev.update({"zoom_sim_over_real": num(zoom, 3), "focal_ratio_sim_over_real": num(zoom, 3),
+               "pairs_agreeing": int(agree.sum()), "share": num(float(agree.mean()), 3),
+               "ncc_at_zoom": num(float(np.median(c[agree])), 3), "ncc_at_1": num(float(np.median(c1[agree])), 3),
+               "per_pair_zoom": nums(z[:50].tolist(), 3),
+               "sim_fov_deg_if_real_is": {f"{d:g}": num(_fov_deg(d, zoom), 1) for d in FOV_NOMINAL_DEG}})
+    word = "narrower (zoomed in)" if zoom > 1 else "wider (zoomed out)"
+    d60 = _fov_deg(60.0, zoom)
+    title = (f"Sim field of view is {word}: the scene appears {zoom:.2f}x as large as in real at the same "
+             f"resolution (a 60 degree real camera would be {d60:.0f} degrees in sim).")
+    action = ("Set the sim camera's intrinsics (focal length, or fovy) from the real camera's calibration, "
+              f"and apply the same crop on both sides: focal ratio sim/real = {zoom:.3f}. A bug, not a "
+              "randomization budget.")
+    return Finding("field_of_view", "bug", title, ev, action, num(abs(med) / math.log(FOV_MIN_ZOOM)))
+
+
+def _neighbours(ctx: Context, pairs: list) -> dict[tuple, int]:
+    """Position of each real frame in its episode's order, keyed by (episode, position)."""
+    by_ep: dict = {}
+    for i, (_, r) in enumerate(pairs):
+        by_ep.setdefault(r.episode, []).append((r.step if r.step is not None else math.inf, r.pair_key, i))
+    pos = {}
+    for ep, rows in by_ep.items():
+        for p, (_, _, i) in enumerate(sorted(rows, key=lambda x: (x[0], x[1]))):
+            pos[(ep, p)] = i
+    return pos
+
+
+def check_pair_sync(ctx: Context) -> Finding | None:
+    """Pairs out of step: a sim frame matches a neighbouring real frame of its episode better than its own."""
+    al = aligned_pairs(ctx)
+    if al is None or len(al[0]) < SYNC_MIN_PAIRS:
+        return None
+    pairs, ts, tr = al
+    pos = _neighbours(ctx, pairs)
+    index_pos = {i: key for key, i in pos.items()}
+    offsets, gains, counted = [], [], 0
+    for i in range(len(pairs)):
+        ep, p = index_pos[i]
+        cands = {k: pos[(ep, p + k)] for k in range(-SYNC_STEPS, SYNC_STEPS + 1) if (ep, p + k) in pos}
+        if len(cands) < 2:
+            continue
+        counted += 1
+        ks = list(cands)
+        c = ncc(np.broadcast_to(ts[i], (len(ks),) + ts[i].shape), tr[[cands[k] for k in ks]])
+        own = float(c[ks.index(0)])
+        b = int(np.argmax(c))
+        if ks[b] != 0 and c[b] - own >= SYNC_MARGIN:
+            offsets.append(ks[b]); gains.append(float(c[b]) - own)
+    if counted < SYNC_MIN_PAIRS or not offsets:
+        return None
+    step, n = Counter(offsets).most_common(1)[0]
+    if n < SYNC_SHARE * counted:
+        return None
+    ev = basis_evidence("pairs", len(pairs), ctx)
+    ev.update({"offset_steps": int(step), "pairs_off": len(offsets), "pairs_checked": counted,
+               "share_off": num(len(offsets) / counted, 3), "pairs_at_offset": n,
+               "median_ncc_gain": num(float(np.median(gains)), 3),
+               "offset_histogram": {str(k): v for k, v in sorted(Counter(offsets).items())}})
+    direction = "later" if step > 0 else "earlier"
+    title = (f"{len(offsets)} of {counted} pairs are out of sync: a sim frame matches the real frame "
+             f"{abs(step)} step(s) {direction} better than its own pair.")
+    action = (f"Re-key the pairs (real frame = sim step {step:+d}) or fix the timestamp alignment of the "
+              f"two logs before comparing; every paired statistic is read against the wrong frame until then.")
+    return Finding("pair_sync", "bug", title, ev, action, num(len(offsets) / counted / SYNC_SHARE))

@@ -1,0 +1,151 @@
+"""What the spatial checks share: per-frame luma thumbnails as arrays, their alignment and similarity.
+
+Every frame's statistics carry a `THUMB` x `THUMB` luma thumbnail of the whole frame
+(`ImageStats.thumb`). The spatial checks (orientation, field of view, pair sync, vignetting,
+tone curve, the gap maps and `unexplained_gap`) compare these, pair by pair or as set means.
+Pure numpy; nothing here reads the catalog.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from perception_gap.diagnoses.common import srgb_to_linear
+from perception_gap.diagnoses.context import Context
+from perception_gap.statistics.image import THUMB, thumb_array
+from perception_gap.statistics.records import FrameRecord
+
+# The eight ways a frame can be flipped or rotated (the dihedral group of the square), each as a
+# map of a (..., H, W) stack; a transposed H x W frame is `transpose` (thumbnails are square).
+DIHEDRAL: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "identity": lambda a: a,
+    "flip_vertical": lambda a: a[..., ::-1, :],
+    "flip_horizontal": lambda a: a[..., :, ::-1],
+    "rotate_180": lambda a: a[..., ::-1, ::-1],
+    "transpose": lambda a: np.swapaxes(a, -1, -2),
+    "rotate_90_cw": lambda a: np.swapaxes(a, -1, -2)[..., :, ::-1],
+    "rotate_90_ccw": lambda a: np.swapaxes(a, -1, -2)[..., ::-1, :],
+    "anti_transpose": lambda a: np.swapaxes(a, -1, -2)[..., ::-1, ::-1],
+}
+# The transform that undoes each one (rotations by 90 degrees undo each other; the rest are involutions).
+INVERSE = {"rotate_90_cw": "rotate_90_ccw", "rotate_90_ccw": "rotate_90_cw"}
+
+# Normalized radius (0 at the centre, 1 at a corner) of each thumbnail pixel.
+_yy, _xx = np.mgrid[0:THUMB, 0:THUMB].astype(np.float64)
+_c = (THUMB - 1) / 2.0
+RADIUS = np.hypot(_yy - _c, _xx - _c) / math.hypot(_c, _c)
+# Rings of the radial profile, by normalized radius.
+RING_EDGES = (0.0, 0.3, 0.5, 0.7, 0.85, 1.0001)
+RING_INDEX = np.digitize(RADIUS, RING_EDGES[1:-1])  # (THUMB, THUMB) ring of each pixel
+CENTRE = RADIUS < RING_EDGES[1]
+CORNERS = RADIUS >= RING_EDGES[-2]
+
+
+def thumbs01(ctx: Context, side: str, frames: list[FrameRecord]) -> np.ndarray | None:
+    """(n, THUMB, THUMB) luma thumbnails of `frames` in [0, 1] of full scale (sRGB-encoded values).
+
+    Frames with a nominal scale (8/16-bit) are already there; float observation arrays go
+    through the side's inferred value encoding (`ctx.enc`, channel-averaged constants). None when
+    a frame has no thumbnail or no scale is known.
+    """
+    if not frames or any(f.image is None or f.image.thumb is None for f in frames):
+        return None
+    out = np.stack([thumb_array(f.image.thumb) for f in frames])
+    floats = np.array([f.image.nominal_max is None for f in frames])
+    if floats.any():
+        if ctx.enc is None:
+            return None
+        enc = ctx.enc.sim if side == "sim" else ctx.enc.real
+        off, sc = (float(np.mean(v)) for v in (enc.offset, enc.scale))
+        out[floats] = out[floats] * sc + off
+    return out
+
+
+def linear(t: np.ndarray) -> np.ndarray:
+    """sRGB-encoded thumbnails in [0, 1] -> linear light (float64)."""
+    return srgb_to_linear(np.nan_to_num(t, nan=0.0))
+
+
+def ncc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Normalized cross-correlation of matching (..., H, W) stacks over their last two axes.
+
+    NaN pixels (of either) are left out; a constant frame gives 0.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    m = np.isfinite(a) & np.isfinite(b)
+    n = np.maximum(m.sum(axis=(-2, -1)), 1)
+    a = np.where(m, a, 0.0)
+    b = np.where(m, b, 0.0)
+    am = a.sum(axis=(-2, -1)) / n
+    bm = b.sum(axis=(-2, -1)) / n
+    ac = np.where(m, a - am[..., None, None], 0.0)
+    bc = np.where(m, b - bm[..., None, None], 0.0)
+    den = np.sqrt((ac * ac).sum(axis=(-2, -1)) * (bc * bc).sum(axis=(-2, -1)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 1e-12, (ac * bc).sum(axis=(-2, -1)) / np.maximum(den, 1e-300), 0.0)
+
+
+def radial_profile(t: np.ndarray) -> np.ndarray:
+    """Mean of a (..., THUMB, THUMB) stack in each ring of `RING_EDGES`: shape (..., n_rings)."""
+    rings = len(RING_EDGES) - 1
+    return np.stack([np.nanmean(t[..., RING_INDEX == k], axis=-1) for k in range(rings)], axis=-1)
+
+
+def aligned_pairs(ctx: Context) -> tuple[list[tuple[FrameRecord, FrameRecord]], np.ndarray, np.ndarray] | None:
+    """(pairs, sim thumbnails, real thumbnails) of the usable image pairs, real frames turned the way
+    the orientation check found sim frames to be (so that pixel (i, j) shows the same place).
+
+    None with fewer than two pairs or without thumbnails.
+    """
+    key = "aligned_pairs"
+    if key not in ctx.memo:
+        pairs = ctx.image_pairs()
+        ts = thumbs01(ctx, "sim", [s for s, _ in pairs]) if len(pairs) >= 2 else None
+        tr = thumbs01(ctx, "real", [r for _, r in pairs]) if ts is not None else None
+        if ts is None or tr is None:
+            ctx.memo[key] = None
+        else:
+            turn = ctx.memo.get("orientation")
+            ctx.memo[key] = (pairs, ts, DIHEDRAL[turn](tr) if turn else tr)
+    return ctx.memo[key]
+
+
+def zoom_stack(t: np.ndarray, zooms: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+    """A (THUMB, THUMB) thumbnail magnified by each zoom about its centre and moved by each shift.
+
+    Args:
+        t: (THUMB, THUMB) image.
+        zooms: (K,) magnifications (> 1 shows a narrower field of view).
+        shifts: (K, 2) (dy, dx) in thumbnail pixels, applied after the zoom.
+
+    Returns:
+        (K, THUMB, THUMB), bilinear, NaN where the source lies outside the frame.
+    """
+    from scipy.ndimage import map_coordinates  # scipy only when a field of view is compared
+
+    k = len(zooms)
+    ys = _c + (_yy[None] - _c - shifts[:, 0, None, None]) / zooms[:, None, None]
+    xs = _c + (_xx[None] - _c - shifts[:, 1, None, None]) / zooms[:, None, None]
+    out = map_coordinates(np.nan_to_num(t.astype(np.float64)), [ys.ravel(), xs.ravel()], order=1,
+                          mode="constant", cval=np.nan).reshape(k, THUMB, THUMB)
+    outside = (ys < 0) | (ys > THUMB - 1) | (xs < 0) | (xs > THUMB - 1)
+    out[outside] = np.nan
+    return out
+
+
+def region_name(y: float, x: float) -> str:
+    """Where a thumbnail position lies, in words (`top left`, `centre`, `bottom edge`, ...)."""
+    third = THUMB / 3.0
+    row = ("top", "middle", "bottom")[min(int(y // third), 2)]
+    col = ("left", "centre", "right")[min(int(x // third), 2)]
+    if row == "middle" and col == "centre":
+        return "centre"
+    if row == "middle":
+        return f"{col} edge"
+    if col == "centre":
+        return f"{row} edge"
+    return f"{row} {col}"

@@ -1,0 +1,185 @@
+"""Diagnoses of how light maps to pixel values: `tone_curve` (the transfer curve) and `vignetting`.
+
+Both read the luma thumbnails in linear light (`diagnoses.thumbs`).
+
+Tone curve. An exposure change multiplies linear light by a gain: every quantile of
+log-luminance moves by the same amount (slope 1 between the two sides' log-quantiles). A different
+transfer curve (the sRGB encode missing, so linear light is stored as 8-bit; the encode applied
+twice; another gamma) raises linear light to a power: the log-quantiles stretch or squeeze
+(slope = the exponent, ~2.2 for a missing encode, ~0.45 for a double one). Paired, the slope is
+fitted per pair on the quantiles of its two thumbnails; unpaired, the spread of log-luminance
+(inter-quartile range) of each frame is compared between the sets. Quantiles near clipping
+(highlights over `TONE_CLIP`) are left out, so a bright exposure that clips stays `brightness`.
+
+Vignetting. Radial falloff: log2 of corner over centre luminance (rings of `thumbs.RING_EDGES`),
+paired from the ratio of the two frames' thumbnails, unpaired per frame. A gain moves every ring
+alike; vignetting darkens the outer rings only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from perception_gap.diagnoses.common import dist_clear, excludes_zero, median_ci, num, nums
+from perception_gap.diagnoses.context import Context, basis_evidence
+from perception_gap.diagnoses.thumbs import CENTRE, CORNERS, aligned_pairs, linear, radial_profile, thumbs01
+from perception_gap.findings import Finding
+
+TONE_QUANTILES = np.arange(0.1, 0.95, 0.1)
+# Encoded values beyond these are clipped or crushed: quantiles there say nothing about the curve.
+TONE_CLIP = 0.9
+TONE_FLOOR = 0.02
+# Exponent (slope of log-quantiles, sim against real) named from this far off 1, either way.
+TONE_SLOPE = {"pairs": 1.3, "distribution": 1.5}
+TONE_MIN_POINTS = 4
+
+# Vignetting: corner minus centre in stops (log2), sim minus real.
+VIGNETTE_STOPS = {"pairs": 0.3, "distribution": 0.5}
+_LIN_FLOOR = 1e-3
+
+
+def _log_quantiles(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log2 linear quantiles, usable mask) of (n, H, W) encoded thumbnails: shape (n, Q) each."""
+    q = np.nanquantile(t.reshape(len(t), -1), TONE_QUANTILES, axis=1).T  # (n, Q) encoded
+    ok = (q > TONE_FLOOR) & (q < TONE_CLIP)
+    return np.log2(np.maximum(linear(q), _LIN_FLOOR)), ok
+
+
+def _slopes(ls: np.ndarray, lr: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Per pair, the least-squares slope of sim log-quantiles on real's over the usable quantiles."""
+    out = np.full(len(ls), np.nan)
+    for i in range(len(ls)):
+        m = ok[i]
+        if m.sum() < TONE_MIN_POINTS:
+            continue
+        x, y = lr[i, m], ls[i, m]
+        vx = float(np.var(x))
+        if vx > 1e-4:
+            out[i] = float(np.cov(x, y, bias=True)[0, 1]) / vx
+    return out
+
+
+def _spread(t: np.ndarray) -> np.ndarray:
+    """Per frame, the inter-quartile range of log2 linear luminance (unclipped thumbnail pixels)."""
+    out = np.full(len(t), np.nan)
+    for i, f in enumerate(t.reshape(len(t), -1)):
+        v = f[np.isfinite(f) & (f > TONE_FLOOR) & (f < TONE_CLIP)]
+        if v.size >= 32:
+            lv = np.log2(np.maximum(linear(v), _LIN_FLOOR))
+            out[i] = float(np.percentile(lv, 75) - np.percentile(lv, 25))
+    return out
+
+
+def check_tone_curve(ctx: Context) -> Finding | None:
+    """A transfer curve that differs between the sides (an exponent on linear light), told from exposure."""
+    if ctx.fired & {"value_range", "normalization", "frame_format"}:
+        return None
+    al = aligned_pairs(ctx)
+    if al is not None and len(al[0]) >= 3:
+        basis, n_pairs = "pairs", len(al[0])
+        ls, oks = _log_quantiles(al[1])
+        lr, okr = _log_quantiles(al[2])
+        slopes = _slopes(ls, lr, oks & okr)
+        slopes = slopes[np.isfinite(slopes) & (slopes > 0)]
+        if slopes.size < 3:
+            return None
+        lg = np.log2(slopes)
+        slope = 2.0 ** float(np.median(lg))
+        clear = excludes_zero(median_ci(lg))
+        extra = {"per_pair_exponent_iqr": nums([2 ** np.percentile(lg, 25), 2 ** np.percentile(lg, 75)], 3)}
+    else:
+        basis, n_pairs = "distribution", 0
+        fs, fr = ctx.images("sim"), ctx.images("real")
+        ts, tr = thumbs01(ctx, "sim", fs), thumbs01(ctx, "real", fr)
+        if ts is None or tr is None:
+            return None
+        ss, sr = _spread(ts), _spread(tr)
+        ss, sr = ss[np.isfinite(ss) & (ss > 0)], sr[np.isfinite(sr) & (sr > 0)]
+        if ss.size < 2 or sr.size < 2:
+            return None
+        slope = float(np.median(ss) / np.median(sr))
+        clear = dist_clear(np.log2(ss), np.log2(sr), math.log2(TONE_SLOPE[basis]))
+        extra = {"sim_log2_luminance_iqr": num(float(np.median(ss)), 3),
+                 "real_log2_luminance_iqr": num(float(np.median(sr)), 3)}
+    if not clear or abs(math.log(slope)) < math.log(TONE_SLOPE[basis]):
+        return None
+    ev = basis_evidence(basis, n_pairs, ctx)
+    ev.update({"exponent_sim_over_real": num(slope, 3), "threshold": TONE_SLOPE[basis], **extra})
+    if slope > 1:
+        cause = ("sim frames look like linear light stored without the sRGB encode" if slope > 1.7
+                 else "sim has more contrast in the mid-tones (a steeper curve or a tone mapper)")
+    else:
+        cause = ("sim frames look sRGB-encoded twice" if slope < 0.6
+                 else "sim has flatter mid-tones (a gentler curve or a tone mapper)")
+    ev["reading"] = cause
+    title = (f"The transfer curve differs: sim luminance goes as real luminance to the power {slope:.2f} "
+             f"({cause}).")
+    action = ("Fix the renderer's colour pipeline, not the exposure: write sRGB-encoded 8-bit frames exactly once "
+              "(check the framebuffer's sRGB flag and any gamma or tone-mapping step) so that sim and real share "
+              f"one transfer curve. Fitted exponent sim/real = {slope:.2f}; a bug, not a randomization budget.")
+    ctx.memo["tone_exponent"] = slope
+    return Finding("tone_curve", "bug", title, ev, action, num(abs(math.log(slope)) / math.log(TONE_SLOPE[basis])))
+
+
+def _falloff(lin: np.ndarray) -> np.ndarray:
+    """log2(corner ring / centre ring) of (n, H, W) linear thumbnails (ratio maps or frames)."""
+    c = np.nanmean(np.where(CENTRE, lin, np.nan), axis=(1, 2))
+    k = np.nanmean(np.where(CORNERS, lin, np.nan), axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.log2(np.maximum(k, _LIN_FLOOR) / np.maximum(c, _LIN_FLOOR))
+
+
+def check_vignetting(ctx: Context) -> Finding | None:
+    """A radial falloff (corners darker than the centre) that differs between the sides."""
+    if ctx.fired & {"value_range", "normalization", "frame_format", "orientation", "field_of_view"}:
+        return None
+    al = aligned_pairs(ctx)
+    if al is not None and len(al[0]) >= 3:
+        basis, n_pairs = "pairs", len(al[0])
+        ls, lr = linear(al[1]), linear(al[2])
+        valid = (ls > _LIN_FLOOR) & (lr > _LIN_FLOOR)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(valid, np.log2(np.maximum(ls, _LIN_FLOOR) / np.maximum(lr, _LIN_FLOOR)), np.nan)
+        rings = radial_profile(ratio)  # (n, rings), stops sim over real
+        per = rings[:, -1] - rings[:, 0]
+        per = per[np.isfinite(per)]
+        if per.size < 3:
+            return None
+        stops = float(np.median(per))
+        clear = excludes_zero(median_ci(per))
+        profile = np.nanmedian(rings, axis=0)
+        centre = float(profile[0])
+    else:
+        basis, n_pairs = "distribution", 0
+        fs, fr = ctx.images("sim"), ctx.images("real")
+        ts, tr = thumbs01(ctx, "sim", fs), thumbs01(ctx, "real", fr)
+        if ts is None or tr is None:
+            return None
+        es, er = _falloff(linear(ts)), _falloff(linear(tr))
+        es, er = es[np.isfinite(es)], er[np.isfinite(er)]
+        if es.size < 2 or er.size < 2:
+            return None
+        stops = float(np.median(es) - np.median(er))
+        clear = dist_clear(es, er, VIGNETTE_STOPS[basis])
+        profile = (np.log2(np.maximum(radial_profile(np.nanmean(linear(ts), axis=0)), _LIN_FLOOR))
+                   - np.log2(np.maximum(radial_profile(np.nanmean(linear(tr), axis=0)), _LIN_FLOOR)))
+        centre = float(profile[0])
+    if not clear or abs(stops) < VIGNETTE_STOPS[basis]:
+        return None
+    ctx.memo["vignetting_centre_stops"] = centre
+    side = "sim" if stops < 0 else "real"
+    darker = 1.0 - 2.0 ** -abs(stops)
+    ev = basis_evidence(basis, n_pairs, ctx)
+    ev.update({"corner_minus_centre_stops_sim_minus_real": num(stops, 3), "threshold_stops": VIGNETTE_STOPS[basis],
+               "radial_profile_stops_sim_minus_real": nums(np.asarray(profile).tolist(), 3),
+               "centre_stops_sim_minus_real": num(centre, 3), "darker_side": side,
+               "see": "maps (radial profiles and difference maps)"})
+    title = (f"{side.capitalize()} frames fall off toward the corners: corners {darker:.0%} darker relative to "
+             f"the centre than the other side's ({abs(stops):.2f} stops).")
+    action = (f"Model the lens' vignetting in the sim camera (a radial gain falling {abs(stops):.2f} stops to the "
+              "corners) or flat-field the real frames; randomize the falloff if cameras vary. "
+              "Exposure is not the fix: the centre differs by only "
+              f"{abs(centre):.2f} stops.")
+    return Finding("vignetting", "gap", title, ev, action, num(abs(stops) / VIGNETTE_STOPS[basis]))
