@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import pickle
+import threading
 import zipfile
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 import torch
@@ -21,6 +24,9 @@ from PIL import Image
 
 import cli
 from encoders.policy import weights_only_loads
+from perception_gap.catalog import Catalog
+
+KEY = "agentview_image"
 
 
 def run(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -129,3 +135,90 @@ def test_an_untouched_pt2_policy_still_loads_and_runs(policy_world, tmp_path, ca
                         str(root / "mean.pt2"), "--json", str(js), "-q"], capsys)
     assert code == 0, err
     assert json.loads(js.read_text())["policy_check"]["n_pairs"] == 4
+
+
+# --- HDF5: values stored outside the file -------------------------------------------------------
+
+
+class OpenSpy:
+    """A FIFO that records whether anything opened it: a writer thread blocks in open() until a
+    reader comes (then it sets `opened`); `close` releases the thread without counting itself."""
+
+    def __init__(self, path: Path) -> None:
+        os.mkfifo(path)
+        self.path, self.opened, self._releasing = path, threading.Event(), False
+        self._thread = threading.Thread(target=self._wait, daemon=True)
+        self._thread.start()
+
+    def _wait(self) -> None:
+        with open(self.path, "wb"):
+            if not self._releasing:
+                self.opened.set()
+
+    def close(self) -> None:
+        self._releasing = True
+        fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        self._thread.join(5)
+        os.close(fd)
+
+
+def _robomimic(path: Path, n_demos: int = 1, frames: int = 3) -> Path:
+    rng = np.random.default_rng(0)
+    with h5py.File(path, "w") as f:
+        for d in range(n_demos):
+            g = f.create_group(f"data/demo_{d}")
+            g.create_dataset(f"obs/{KEY}", data=rng.integers(0, 256, (frames, 8, 10, 3), dtype=np.uint8))
+            g.create_dataset("obs/eef_pos", data=np.zeros((frames, 3)))
+            g.create_dataset("actions", data=np.zeros((frames, 7)))
+    return path
+
+
+def test_hdf5_cameras_stored_outside_the_file_are_recorded_skips_never_read(tmp_path, capsys):
+    spy = OpenSpy(tmp_path / "outside")
+    try:
+        h5 = _robomimic(tmp_path / "demo.hdf5")
+        passwd = os.path.getsize("/etc/passwd") // 48
+        with h5py.File(h5, "a") as f:
+            d = f["data"]
+            d.create_dataset(f"demo_1/obs/{KEY}", shape=(passwd, 4, 4, 3), dtype=np.uint8,
+                             external=[("/etc/passwd", 0, passwd * 48)])
+            d.create_dataset(f"demo_2/obs/{KEY}", shape=(3, 8, 10, 3), dtype=np.uint8,
+                             external=[(str(spy.path), 0, 3 * 240)])
+            d.create_group("demo_3/obs")[KEY] = h5py.ExternalLink(str(spy.path), "/cam")
+            d["demo_4"] = h5py.ExternalLink(str(spy.path), "/")
+            layout = h5py.VirtualLayout(shape=(3, 8, 10, 3), dtype=np.uint8)
+            layout[:] = h5py.VirtualSource(str(spy.path), "cam", shape=(3, 8, 10, 3))
+            d.create_group("demo_5/obs").create_virtual_dataset(KEY, layout)
+            d.create_dataset(f"demo_6/obs/{KEY}", data=np.zeros((3, 8, 10, 3), np.uint8))
+            d["demo_6/actions"] = h5py.ExternalLink(str(spy.path), "/actions")  # a demo's actions elsewhere
+            d.create_dataset(f"demo_7/obs/{KEY}", data=np.zeros((3, 8, 10, 3), np.uint8))
+            d["demo_7/obs/eef_pos"] = h5py.ExternalLink(str(spy.path), "/eef")  # its proprio elsewhere
+        db = str(tmp_path / "c.duckdb")
+        for name in ("sim", "real"):
+            code, out, err = run(["index", "--hdf5", str(h5), "--camera", KEY, "--proprio", "eef_pos", "--set", name,
+                                  "--domain", name, "--db", db], capsys)
+            assert code == 0, err
+            assert "3 usable, 7 skipped" in out, out
+        assert "/etc/passwd" in out and "external link" in out and "virtual dataset" in out
+        code, _, err = run(["stats", "--sim", "sim", "--real", "real", "--db", db, "-q"], capsys)
+        assert code in (0, 1), err
+        assert not spy.opened.is_set()
+        with Catalog(db, read_only=True) as cat:
+            assert cat.set_counts("sim")["ok"] == 3
+            assert all("passwd" not in str(r["rgb_path"]) or r["status"] != "ok" for r in cat.load_frames("sim"))
+    finally:
+        spy.close()
+
+
+def test_the_spy_sees_a_read_through_an_external_link(tmp_path):
+    """The spy can fail: following the external link plainly opens the outside file."""
+    spy = OpenSpy(tmp_path / "outside")
+    try:
+        with h5py.File(tmp_path / "x.hdf5", "w") as f:
+            f["link"] = h5py.ExternalLink(str(spy.path), "/")
+        with h5py.File(tmp_path / "x.hdf5", "r") as f:
+            with pytest.raises(Exception):
+                f["link"]
+        assert spy.opened.wait(5)
+    finally:
+        spy.close()

@@ -35,6 +35,7 @@ from PIL import Image
 
 from perception_gap.errors import FrameError
 from perception_gap.ingest.frames import Header, array_layout, decode_rgb, open_regular
+from perception_gap.ingest.hdf5_links import local_dataset
 from perception_gap.ingest.threads import configure_decoder, rgb24_options
 
 VIDEO_EXTS = frozenset({".mp4", ".mkv", ".mov", ".avi", ".webm", ".m4v"})
@@ -305,9 +306,10 @@ def _hdf5_frames(path: Path, dataset: str, wanted: list[int]) -> Iterator[tuple[
             yield i, err
         return
     with f:
-        ds = f.get(dataset)
-        if not isinstance(ds, h5py.Dataset):
-            err = FrameError(f"dataset {dataset!r} is missing from {path.name}")
+        try:
+            ds = local_dataset(f, dataset)  # never a value stored outside the file (`hdf5_links`)
+        except FrameError as e:
+            err = FrameError(f"dataset {dataset!r} of {path.name}: {e}")
             for i in wanted:
                 yield i, err
             return
