@@ -4,7 +4,8 @@ This folder owns step 4 of the pipeline (compare): the result dataclasses (`resu
 checks (`validation`), episodes, blocks, folds and cluster resampling (`resampling`), the pooled
 standardize -> PCA projection (`projection`), the centroid distance, its CI and the noise floor
 (`centroid`), the paired cosine distance (`paired`), the domain AUC and MMD (`twosample`) and
-the cluster bootstrap of an arbitrary statistic (`bootstrap`).
+the cluster bootstrap of an arbitrary statistic (`bootstrap`), and the Frechet distance and
+KID (`frechet`).
 
 Every metric takes `emb_sim` (N_sim, D) and `emb_real` (N_real, D) (any real float or int
 dtype; float32 stays float32 in memory and is converted to float64 one chunk at a time) and
@@ -49,6 +50,18 @@ from perception_gap.metrics.centroid import (
                                              noise_floor,
                                              noise_floor_halves,
 )
+from perception_gap.metrics.frechet import (
+                                             DIST_MAX_SAMPLES,
+                                             DIST_N_BOOT,
+                                             KID,
+                                             KID_SUBSET_SIZE,
+                                             KID_SUBSETS,
+                                             FrechetDistance,
+                                             frechet_distance,
+                                             frechet_distance_ci,
+                                             kid,
+                                             kid_ci,
+)
 from perception_gap.metrics.paired import pair_cosine_distances, paired_cosine
 from perception_gap.metrics.projection import MAX_FIT_ROWS, MAX_N_COMPONENTS, RANK_TOL
 from perception_gap.metrics.resampling import (
@@ -84,4 +97,6 @@ __all__ = [
     "NoiseFloor", "PairedCosine", "block_ids", "bootstrap_ci", "centroid_distance", "centroid_distance_ci",
     "cluster_labels", "domain_auc", "episode_blocks", "grouped_folds", "median_bandwidth", "mmd", "noise_floor", "noise_floor_halves",
     "pair_cosine_distances", "paired_cosine", "resample_clusters", "resampling_labels", "resampling_units",
+    "DIST_MAX_SAMPLES", "DIST_N_BOOT", "KID", "KID_SUBSETS", "KID_SUBSET_SIZE", "FrechetDistance",
+    "frechet_distance", "frechet_distance_ci", "kid", "kid_ci",
 ]

@@ -14,7 +14,8 @@ from perception_gap.errors import InputError, InsufficientData
 
 CHUNK_ROWS = 4096
 
-MIN_FRAMES = {"centroid distance": 2, "noise floor": 4, "domain AUC": 4, "MMD": 4, "bootstrap CI": 2}
+MIN_FRAMES = {"centroid distance": 2, "noise floor": 4, "domain AUC": 4, "MMD": 4, "bootstrap CI": 2,
+              "Frechet distance": 2, "KID": 2}
 
 
 def make_rng(random_state: int | np.random.Generator | None) -> np.random.Generator:
