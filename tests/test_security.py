@@ -222,3 +222,57 @@ def test_the_spy_sees_a_read_through_an_external_link(tmp_path):
         assert spy.opened.wait(5)
     finally:
         spy.close()
+
+
+# --- LeRobot: metadata pointing outside the dataset ---------------------------------------------
+
+CAM = "observation.images.top"
+
+
+def _lerobot(tmp_path: Path) -> Path:
+    from tests.robot_data import smooth_frames, write_lerobot
+
+    return write_lerobot(tmp_path / "ds", [smooth_frames(3, seed=0), smooth_frames(2, seed=1)], version="v2.1")
+
+
+def _edit_info(root: Path, **changes) -> None:
+    info = json.loads((root / "meta/info.json").read_text())
+    info.update(changes)
+    (root / "meta/info.json").write_text(json.dumps(info))
+
+
+@pytest.mark.parametrize("case", ["camera_key", "abs_video_path", "abs_data_path", "dotdot_data_path",
+                                  "attribute_field"])
+def test_lerobot_metadata_never_leads_a_read_outside_the_dataset(tmp_path, capsys, case):
+    root = _lerobot(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    spies = []
+    info = json.loads((root / "meta/info.json").read_text())
+    camera = CAM
+    if case == "camera_key":  # video_path puts the key in a folder name: ../../../outside/cam
+        camera = "../../../outside/cam"
+        info["features"][camera] = dict(info["features"][CAM])
+        (outside / "cam").mkdir()
+        spies += [OpenSpy(outside / "cam" / f"episode_{i:06d}.mp4") for i in range(2)]
+    elif case == "abs_video_path":
+        info["video_path"] = str(outside) + "/{video_key}_{episode_index}.mp4"
+        spies += [OpenSpy(outside / f"{CAM}_{i}.mp4") for i in range(2)]
+    elif case == "abs_data_path":
+        info["data_path"] = str(outside) + "/{episode_index}.parquet"
+        spies += [OpenSpy(outside / f"{i}.parquet") for i in range(2)]
+    elif case == "dotdot_data_path":
+        info["data_path"] = "data/../../outside/{episode_index}.parquet"
+        spies += [OpenSpy(outside / f"{i}.parquet") for i in range(2)]
+    else:
+        info["data_path"] = "data/{episode_index.__class__}.parquet"
+    (root / "meta/info.json").write_text(json.dumps(info))
+    try:
+        code, _, err = run(["index", "--lerobot", str(root), "--camera", camera, "--set", "s", "--domain", "real",
+                            "--db", str(tmp_path / "c.duckdb")], capsys)
+        one_line_exit_2(code, err)
+        assert ("inside the dataset folder" in err) if case != "attribute_field" else ("data_path" in err)
+        assert not any(s.opened.is_set() for s in spies)
+    finally:
+        for s in spies:
+            s.close()

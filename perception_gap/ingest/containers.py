@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ HDF5_PREFIX = "hdf5:"
 ROSBAG_PREFIX = "rosbag:"
 HDF5_BLOCK = 32  # frames read from an HDF5 dataset per slice: sequential, bounded memory
 _HASH_BLOCK = 1 << 22
+_STILL = re.compile(r"(^|,)(image2|[a-z0-9]+_pipe)(,|$)")  # FFmpeg's still-image demuxers (jpeg_pipe, ...)
 
 
 def frame_hash(container_hash: str, member: str, index: int) -> str:
@@ -166,10 +168,11 @@ def _check_decoder(codec: str) -> None:
 def probe_video(path: Path) -> VideoInfo:
     """Frame count, size and codec of a video file from its packets; FrameError when unreadable."""
     av = _av()
-    if path.is_dir():
-        raise FrameError("is a directory, not a file")
+    os.close(open_regular(path))  # a folder, FIFO or device is refused before FFmpeg opens it
     try:
         with av.open(str(path)) as c:
+            if _STILL.search(c.format.name or ""):
+                raise FrameError(f"an image file ({c.format.name}), not a video")
             if not c.streams.video:
                 raise FrameError("no video stream in the file")
             st = c.streams.video[0]

@@ -27,8 +27,6 @@ missing keeps its colour frame without depth.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from bisect import bisect_left
 from pathlib import Path
@@ -56,115 +54,55 @@ from perception_gap.ingest.entries import (
     validate_set_name,
 )
 from perception_gap.ingest.frames import Header, probe_image
+from perception_gap.ingest.lerobot_meta import (
+    CAMERA_DTYPES,
+    cameras,
+    check_camera,
+    episodes_v2,
+    episodes_v3,
+    fps_of,
+    int_cell,
+    read_info,
+    read_parquet,
+    video_path,
+)
 from perception_gap.ingest.video import pair_key
 from perception_gap.statistics.depth import parse_depth_unit
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
     from perception_gap.catalog import Catalog
 
-CAMERA_DTYPES = ("video", "image")
+__all__ = ["CAMERA_DTYPES", "cameras", "index_lerobot", "lerobot_source", "parse_lerobot_source", "read_info",
+           "scan_lerobot"]
 STATE_KEY, ACTION_KEY = "observation.state", "action"
 DEPTH_MARK = "?depth="
 
 
-def read_info(root: Path) -> dict[str, Any]:
-    """`meta/info.json` of a dataset, checked for what indexing needs; InputError naming what is wrong."""
-    if not root.is_dir():
-        raise InputError(f"Expected `--lerobot` to be a LeRobot dataset folder, got {str(root)!r} (not a folder).")
-    path = root / "meta" / "info.json"
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"Expected a LeRobot dataset at {str(root)!r}: meta/info.json not found.") from None
-    except (OSError, ValueError) as e:
-        raise InputError(f"Cannot read {str(path)!r}: {e}.") from None
-    if not isinstance(info, dict):
-        raise InputError(f"Expected {str(path)!r} to hold a JSON object, got {type(info).__name__}.")
-    version = str(info.get("codebase_version", ""))
-    if not (version.startswith("v2.") or version.startswith("v3.")):
-        raise InputError(f"Expected `codebase_version` v2.x or v3.0 in {str(path)!r}, got {version or 'none'!r}.")
-    missing = [k for k in ("features", "fps", "data_path") if k not in info]
-    if missing:
-        raise InputError(f"{str(path)!r} lacks {', '.join(missing)}.")
-    return info
-
-
-def cameras(info: dict[str, Any]) -> list[str]:
-    """Camera keys of a dataset: features whose dtype is `video` or `image`."""
-    return sorted(k for k, f in info["features"].items() if isinstance(f, dict) and f.get("dtype") in CAMERA_DTYPES)
-
-
-def _check_camera(info: dict[str, Any], camera: str) -> str:
-    keys = cameras(info)
-    if camera not in keys:
-        raise InputError(f"Unknown camera key {camera!r}; this dataset has: {', '.join(keys) or 'no camera'}.")
-    dtype = info["features"][camera]["dtype"]
-    if dtype == "video" and not info.get("video_path"):
-        raise InputError(f"Camera {camera!r} is a video feature but meta/info.json has no `video_path`.")
-    return dtype
-
-
-def _read_parquet(path: Path, columns: list[str]) -> dict[str, list[Any]]:
-    import pyarrow.parquet as pq
-
-    try:
-        f = pq.ParquetFile(path)  # not pq.read_table: it imports pyarrow.dataset (~0.3 s)
-        have = set(f.schema_arrow.names)
-        table = f.read(columns=[c for c in columns if c in have])
-    except FileNotFoundError:
-        raise InputError(f"LeRobot file {str(path)!r} not found.") from None
-    except Exception as e:
-        raise InputError(f"Cannot read LeRobot file {str(path)!r}: {str(e).splitlines()[0]}.") from None
-    return {c: table.column(c).to_pylist() for c in table.column_names}
-
-
-def _episodes_v2(root: Path, info: dict[str, Any]) -> list[dict[str, Any]]:
-    path = root / "meta" / "episodes.jsonl"
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-        eps = [json.loads(line) for line in lines if line.strip()]
-    except FileNotFoundError:
-        raise InputError(f"Expected {str(path)!r} (a v2 dataset's episode list): not found.") from None
-    except (OSError, ValueError) as e:
-        raise InputError(f"Cannot read {str(path)!r}: {e}.") from None
-    chunks = int(info.get("chunks_size") or 1000)
-    out = []
-    for ep in eps:
-        i = int(ep["episode_index"])
-        fmt = {"episode_chunk": i // chunks, "episode_index": i}
-        out.append({"episode_index": i, "data": root / info["data_path"].format(**fmt),
-                    "video_fmt": fmt, "from_timestamp": 0.0})
-    return out
-
-
-def _episodes_v3(root: Path, info: dict[str, Any], camera: str) -> list[dict[str, Any]]:
-    files = sorted((root / "meta" / "episodes").rglob("*.parquet"))
-    if not files:
-        raise InputError(f"Expected episode files under {str(root / 'meta' / 'episodes')!r} (a v3.0 dataset): none found.")
-    v = f"videos/{camera}/"
-    cols = ["episode_index", "data/chunk_index", "data/file_index", v + "chunk_index", v + "file_index", v + "from_timestamp"]
-    out = []
-    for f in files:
-        t = _read_parquet(f, cols)
-        for j, ep in enumerate(t.get("episode_index", [])):
-            data_fmt = {"chunk_index": t["data/chunk_index"][j], "file_index": t["data/file_index"][j]}
-            row = {"episode_index": int(ep), "data": root / info["data_path"].format(**data_fmt), "from_timestamp": 0.0}
-            if v + "file_index" in t:
-                row["video_fmt"] = {"chunk_index": t[v + "chunk_index"][j], "file_index": t[v + "file_index"][j]}
-                row["from_timestamp"] = float(t[v + "from_timestamp"][j] or 0.0)
-            out.append(row)
-    return out
-
-
-def _vector(v: Any) -> list[float] | None:
+def _vector(v: Any, what: str = "cell") -> list[float] | None:
+    """A state or action cell as floats (nested cells flattened, None inside read as NaN); None
+    for a null cell; FrameError for text or anything else that is not numbers."""
     if v is None:
         return None
+    if isinstance(v, (str, bytes)):
+        raise FrameError(f"{what} cell is text ({v[:40]!r}), not numbers")
     if type(v) is list:  # a flat list cell (what Parquet's lists read as): no array round trip
         try:
-            return [float(x) for x in v]
+            if not any(isinstance(x, (str, bytes)) for x in v):
+                return [float(x) for x in v]
         except TypeError:
             pass  # nested or holding None: flattened, None read as NaN, below
-    return [float(x) for x in np.ravel(np.asarray(v, dtype=np.float64))]
+    try:
+        a = np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise FrameError(f"{what} cell is not numbers ({str(e).splitlines()[0]})") from None
+    return [float(x) for x in np.ravel(a)]
+
+
+def _time(v: Any) -> float:
+    """A row's `timestamp` cell in seconds; FrameError for a null or text cell."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise FrameError(f"timestamp cell is {v!r}, not a number")
+    return float(v)
 
 
 class _Videos:
@@ -214,7 +152,7 @@ def _camera_frame(videos: _Videos, file: ContainerFile, t: dict[str, list[Any]],
                   video: Path | None, ep: dict[str, Any], fps: float) -> ContainerFrame:
     """A data row's frame of camera `key`: in its episode's video (`video`), else the row's image cell."""
     if video is not None:
-        return _video_frame(videos, video, ep["from_timestamp"] + float(t["timestamp"][row]), fps)
+        return _video_frame(videos, video, ep["from_timestamp"] + _time(t["timestamp"][row]), fps)
     return _image_frame(file, key, row, t[key][row])
 
 
@@ -224,14 +162,12 @@ def scan_lerobot(root: Path, camera: str, *, depth_camera: str | None = None,
     with the depth maps of `depth_camera` attached when given."""
     root = Path(os.path.abspath(root))
     info = read_info(root)
-    dtype = _check_camera(info, camera)
-    ddtype = _check_camera(info, depth_camera) if depth_camera is not None else None
-    fps = float(info["fps"])
-    if not math.isfinite(fps) or fps <= 0:
-        raise InputError(f"Expected a positive `fps` in meta/info.json, got {info['fps']!r}.")
+    dtype = check_camera(info, camera)
+    ddtype = check_camera(info, depth_camera, "--depth-camera") if depth_camera is not None else None
+    fps = fps_of(info)
     v3 = str(info["codebase_version"]).startswith("v3.")
-    episodes = _episodes_v3(root, info, camera) if v3 else _episodes_v2(root, info)
-    depth_eps = {e["episode_index"]: e for e in _episodes_v3(root, info, depth_camera)} if v3 and ddtype else {}
+    episodes = episodes_v3(root, info, camera) if v3 else episodes_v2(root, info)
+    depth_eps = {e["episode_index"]: e for e in episodes_v3(root, info, depth_camera)} if v3 and ddtype else {}
     images = [k for k, d in ((camera, dtype), (depth_camera, ddtype)) if d == "image"]
     cols = ["episode_index", "frame_index", "timestamp", STATE_KEY, ACTION_KEY] + images
     videos, tables, entries = _Videos(), {}, []
@@ -240,16 +176,21 @@ def scan_lerobot(root: Path, camera: str, *, depth_camera: str | None = None,
         if data not in tables:
             tables[data] = _load_data(data, cols, (("timestamp",) if "video" in (dtype, ddtype) else ()) + tuple(images))
         t, rows_of = tables[data]
-        video = _video_path(root, info, camera, ep) if dtype == "video" else None
+        video = video_path(root, info, camera, ep) if dtype == "video" else None
         dep = depth_eps.get(ep["episode_index"], ep)
-        dvideo = _video_path(root, info, depth_camera, dep) if ddtype == "video" else None
+        dvideo = video_path(root, info, depth_camera, dep) if ddtype == "video" else None
         file = ContainerFile(data)
         episode = str(ep["episode_index"])
         for row in rows_of.get(ep["episode_index"], ()):
-            step = int(t["frame_index"][row])
-            entry = FrameEntry(rgb_path=data, pair_key=pair_key(episode, step), episode=episode, step=step,
-                               action=_vector(t[ACTION_KEY][row]) if ACTION_KEY in t else None,
-                               proprio=_vector(t[STATE_KEY][row]) if STATE_KEY in t else None)
+            try:
+                step = int_cell(t["frame_index"][row], "frame_index cell")
+                entry = FrameEntry(rgb_path=data, pair_key=pair_key(episode, step), episode=episode, step=step,
+                                   action=_vector(t[ACTION_KEY][row], ACTION_KEY) if ACTION_KEY in t else None,
+                                   proprio=_vector(t[STATE_KEY][row], STATE_KEY) if STATE_KEY in t else None)
+            except FrameError as e:
+                entries.append(FrameEntry(rgb_path=Path(f"{data}#episode {episode} row {row}"), pair_key=None,
+                                          episode=episode, error=f"row {row} of {data.name}: {e}"))
+                continue
             if ddtype is not None:
                 try:
                     entry.depth_container = _camera_frame(videos, file, t, row, depth_camera, dvideo, dep, fps)
@@ -269,23 +210,16 @@ def scan_lerobot(root: Path, camera: str, *, depth_camera: str | None = None,
 
 def _load_data(path: Path, cols: list[str], required: tuple[str, ...]) -> tuple[dict[str, list[Any]], dict[int, list[int]]]:
     """A data file's columns and, per episode index, its row numbers (in file order)."""
-    t = _read_parquet(path, cols)
+    t = read_parquet(path, cols)
     need = ("episode_index", "frame_index") + required
     missing = [c for c in need if c not in t]
     if missing:
         raise InputError(f"LeRobot data file {str(path)!r} lacks column(s) {', '.join(missing)}.")
     rows_of: dict[int, list[int]] = {}
     for row, ep in enumerate(t["episode_index"]):
-        rows_of.setdefault(int(ep), []).append(row)
+        if isinstance(ep, int) and not isinstance(ep, bool):  # a row of no integer episode belongs to none listed
+            rows_of.setdefault(ep, []).append(row)
     return t, rows_of
-
-
-def _video_path(root: Path, info: dict[str, Any], camera: str, ep: dict[str, Any]) -> Path:
-    try:
-        return root / info["video_path"].format(video_key=camera, **ep.get("video_fmt", {}))
-    except (KeyError, IndexError, ValueError) as e:
-        raise InputError(f"Cannot fill meta/info.json `video_path` {info['video_path']!r} for episode "
-                         f"{ep['episode_index']} of camera {camera!r}: missing {e}.") from None
 
 
 def index_lerobot(catalog: Catalog, root: Path, camera: str, set_name: str, domain: str, *,
@@ -300,10 +234,24 @@ def index_lerobot(catalog: Catalog, root: Path, camera: str, set_name: str, doma
         raise InputError(str(e).replace("`depth_unit`", "`--depth-unit`")) from None
     entries = scan_lerobot(root, camera, depth_camera=depth_camera, depth_unit=depth_unit)
     root = Path(os.path.abspath(root))
+    _check_usable(root, camera, entries)
     lacking = sum(1 for e in entries if depth_camera and e.error is None and e.depth_container is None)
     notes = [f"{lacking} of {len(entries)} frame(s) have no {depth_camera} frame: they keep no depth"] if lacking else []
     return index_entries(catalog, set_name, domain, entries, source=lerobot_source(root, camera, depth_camera, depth_unit),
                          tags=tags, root=str(root), workers=workers, progress=progress, warnings=notes)
+
+
+def _check_usable(root: Path, camera: str, entries: list[FrameEntry]) -> None:
+    """InputError summarising why when no listed row has a readable frame (no set is written)."""
+    if any(e.error is None for e in entries):
+        return
+    if not entries:
+        raise InputError(f"LeRobot dataset {str(root)!r} lists no row for camera {camera!r}.")
+    reasons = {e.error for e in entries}
+    first = entries[0].error
+    more = f" ({len(reasons)} distinct reasons; the first)" if len(reasons) > 1 else ""
+    raise InputError(f"No row of LeRobot dataset {str(root)!r} has a readable {camera!r} frame "
+                     f"({len(entries)} rows){more}: {first}.")
 
 
 def lerobot_source(root: Path, camera: str, depth_camera: str | None = None, depth_unit: str | None = None) -> str:
