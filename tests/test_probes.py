@@ -9,7 +9,6 @@ import pytest
 from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.metrics import r2_score
 from sklearn.model_selection import GroupKFold
-from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from perception_gap.errors import InputError, InsufficientData
@@ -83,14 +82,20 @@ def test_constant_target_dimension_is_none_and_left_out():
     assert out["detail"]["sim_to_real"]["r2_per_dim"][1] is None
 
 
-def test_transfer_r2_matches_a_plain_sklearn_ridge():
-    # With k = D the PCA is a rotation, and ridge is rotation invariant: the probe must equal
-    # StandardScaler -> Ridge(alpha it chose) scored by r2_score, per dimension and averaged.
+def test_transfer_r2_matches_plain_sklearn_ridges_on_held_out_episodes():
+    # With k = D the PCA is a rotation, and ridge is rotation invariant: with one alpha and five
+    # episodes (so each fold holds out exactly one), sim->real must equal, per held-out episode,
+    # StandardScaler (fitted on all sim frames, label-free as in the probe) -> Ridge trained on
+    # the other episodes' sim frames, scored on that episode's real frames by r2_score.
     xs, ys, xr, yr = linear_sets(noise=1.5, seed=6)
-    res = probe(xs, ys, xr, yr)
-    assert res.n_components == xs.shape[1]
-    alpha = res.sim_to_real.alphas[0]
-    ref = make_pipeline(StandardScaler(), Ridge(alpha=alpha)).fit(xs, ys).predict(xr)
+    eps_s, eps_r = np.arange(300) // 60, np.arange(240) // 48
+    res = probe(xs, ys, xr, yr, episodes_sim=eps_s, episodes_real=eps_r, alphas=[3.0])
+    assert res.n_components == xs.shape[1] and res.sim_to_real.n_splits == 5
+    scaler = StandardScaler().fit(xs)
+    ref = np.empty_like(yr)
+    for e in range(5):
+        ridge = Ridge(alpha=3.0).fit(scaler.transform(xs[eps_s != e]), ys[eps_s != e])
+        ref[eps_r == e] = ridge.predict(scaler.transform(xr[eps_r == e]))
     per = r2_score(yr, ref, multioutput="raw_values")
     assert res.sim_to_real.r2_per_dim == pytest.approx(tuple(per), abs=1e-8)
     assert res.sim_to_real.r2 == pytest.approx(r2_score(yr, ref, multioutput="uniform_average"), abs=1e-8)
