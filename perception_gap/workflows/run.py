@@ -22,6 +22,8 @@ from perception_gap.findings import Finding, order_findings
 from perception_gap.metrics import (
     centroid_distance_ci,
     domain_auc,
+    frechet_distance_ci,
+    kid_ci,
     mmd,
     noise_floor,
     pair_cosine_distances,
@@ -111,7 +113,7 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
         "n_sim": len(meta_s), "n_real": len(meta_r),
         "centroid_distance": None, "centroid_distance_norm": None, "centroid_distance_norm_ci": None,
         "noise_floor": None, "noise_floor_method": None, "paired_cosine": None, "domain_auc": None,
-        "mmd": None, "probe": None, "rank": None,
+        "mmd": None, "frechet_distance": None, "kid": None, "probe": None, "rank": None,
     }
     insufficient: dict[str, str] = {}
     entry["insufficient"] = insufficient
@@ -158,14 +160,25 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
                                                         random_state=random_state, pairs=pairs))
     entry["mmd"] = {"value": mm.value, "p_value": mm.p_value, "bandwidth": mm.bandwidth,
                     "n_permutations": mm.n_permutations, "permutation": mm.permutation} if mm is not None else None
+    fd = _try(insufficient, "Frechet distance", lambda: frechet_distance_ci(
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs))
+    entry["frechet_distance"] = ({"value": fd.value, "ci": fd.ci.to_dict() if fd.ci else None, "mean_term": fd.mean_term}
+                                 if fd is not None else None)
+    kd = _try(insufficient, "KID", lambda: kid_ci(
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs))
+    entry["kid"] = ({"value": kd.value, "ci": kd.ci.to_dict() if kd.ci else None, "std": kd.std,
+                     "n_subsets": kd.n_subsets, "subset_size": kd.subset_size} if kd is not None else None)
     y_s, key_s = _targets(meta_s)
     y_r, key_r = _targets(meta_r)
     if y_s is not None and y_r is not None and key_s == key_r and y_s.shape[1] == y_r.shape[1]:
         pr = _try(insufficient, "probe", lambda: probes.probe(emb_s, y_s, emb_r, y_r, episodes_sim=grp_s,
-                                                               episodes_real=grp_r, random_state=random_state))
+                                                               episodes_real=grp_r, random_state=random_state,
+                                                               pairs=pairs))
         if pr is not None:
-            entry["probe"] = {"target": key_s, "sim_to_sim": pr.sim_to_sim.r2, "real_to_real": pr.real_to_real.r2,
-                              "sim_to_real": pr.sim_to_real.r2, "n_targets": pr.n_targets,
+            d = pr.to_dict()
+            entry["probe"] = {"target": key_s, **{k: d[k] for k in (
+                                  "sim_to_sim", "real_to_real", "sim_to_real", "transfer_drop", "transfer_drop_ci",
+                                  "r2_below_floor", "r2_display_floor", "protocol", "n_shared_groups", "n_targets")},
                               "per_dim": {"sim_to_sim": list(pr.sim_to_sim.r2_per_dim),
                                           "real_to_real": list(pr.real_to_real.r2_per_dim),
                                           "sim_to_real": list(pr.sim_to_real.r2_per_dim)}}
@@ -211,6 +224,9 @@ def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                             ("paired_cosine_mean", (e.get("paired_cosine") or {}).get("mean")),
                             ("mmd", (e.get("mmd") or {}).get("value")),
                             ("mmd_p_value", (e.get("mmd") or {}).get("p_value")),
+                            ("frechet_distance", (e.get("frechet_distance") or {}).get("value")),
+                            ("kid", (e.get("kid") or {}).get("value")),
+                            ("probe_transfer_drop", (e.get("probe") or {}).get("transfer_drop")),
                             ("probe_sim_to_real", (e.get("probe") or {}).get("sim_to_real")),
                             ("rank", e.get("rank"))):
             if value is not None:
