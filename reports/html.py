@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from reports import evidence, plots, scatter
 from reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, signed
+from reports.maps import maps_section
 from reports.template import TEMPLATE
 
 logger = logging.getLogger(__name__)
@@ -69,7 +70,8 @@ def _finding(f: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
     top, rest, more = evidence.rows(_d(f.get("evidence")), lim["text"], lim["evidence"])
     return {"severity": f.get("severity", "info"), "sev_class": _sev(f), "code": f.get("code"),
             "title": f.get("title"), "action": f.get("action"),
-            "evidence": top, "evidence_rest": rest, "evidence_more": more}
+            "evidence": top, "evidence_rest": rest, "evidence_more": more,
+            "see_maps": str(_d(f.get("evidence")).get("see") or "").startswith("maps")}
 
 
 def _finite(x: Any) -> bool:
@@ -348,6 +350,8 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         "verdict": _finding(findings[0], lim) if findings else None,
         "findings": [_finding(f, lim) for f in findings[: lim["findings"]]], "n_findings": len(findings),
         "findings_more": max(0, len(findings) - lim["findings"]),
+        "maps": maps_section(results.get("maps"), {"sim": sim, "real": real},
+                             {"sim": colours.get(str(sim)), "real": colours.get(str(real))}) if lim["plots"] else None,
         "encoders": encoders, "encoders_more": max(0, len(raw_enc) - lim["encoders"]), "plot_encoders": plot_enc,
         "extra_plots": extra_plots,
         "stats_sets": [{"name": n, "domain": _d(stats[n]).get("domain")} for n in stat_names],

@@ -33,6 +33,7 @@ img.plot{max-width:100%;border:1px solid #eee;margin:.3em .5em .3em 0}
 .pair{display:grid;grid-template-columns:repeat(3,160px);gap:6px}.pair figure{margin:0;font-size:.75em;min-width:0}
 .pair img{display:block;max-width:160px}.pair figcaption{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.nw{white-space:nowrap}
 nav a{margin-right:1em}.wide{overflow-x:auto}
+.maps-row{display:flex;flex-wrap:wrap;align-items:flex-start;gap:.4em 1.2em}.maps-row figure{margin:.3em 0;font-size:.8em;max-width:300px}.maps-key svg{vertical-align:middle}.see-maps{margin:.3em 0}
 </style>
 </head>
 <body>
@@ -40,7 +41,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% elif kind == "drift" %}<h1>Drift check: <span class="mono">{{ drift.current }}</span> against baseline <span class="mono">{{ drift.baseline }}</span></h1>
 {% else %}<h1>Sim-to-real gap: <span class="mono">{{ sim }}</span> vs <span class="mono">{{ real }}</span></h1>{% endif %}
 <p class="muted">perception-gap {{ version }}{% if run_id is not none %} &middot; run {{ run_id }}{% endif %}</p>
-<nav class="muted">{% if screen %}<a href="#screen">Screening</a>{% endif %}{% if drift %}<a href="#drift">Gates</a>{% endif %}<a href="#findings">Findings</a>{% if kind == "run" %}<a href="#encoders">Encoders</a>{% endif %}<a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a></nav>
+<nav class="muted">{% if screen %}<a href="#screen">Screening</a>{% endif %}{% if drift %}<a href="#drift">Gates</a>{% endif %}<a href="#findings">Findings</a>{% if maps %}<a href="#maps">Maps</a>{% endif %}{% if kind == "run" %}<a href="#encoders">Encoders</a>{% endif %}<a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a></nav>
 
 <section id="verdict">
 {% if verdict %}
@@ -48,6 +49,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <span class="badge sev-{{ verdict.sev_class }}">{{ verdict.severity }}</span> <code>{{ verdict.code }}</code>
 <div class="title" id="verdict-title">{{ verdict.title }}</div>
 <div class="action"><strong>Action:</strong> {{ verdict.action }}</div>
+{% if verdict.see_maps and maps %}<div class="see-maps"><a href="#maps">See where the frames differ (gap maps)</a></div>{% endif %}
 </div>
 {% else %}
 <div class="verdict none"><span class="badge sev-none">ok</span>
@@ -93,6 +95,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <div class="finding {{ f.sev_class }}">
 <h3>{{ loop.index }}. <span class="badge sev-{{ f.sev_class }}">{{ f.severity }}</span> <code>{{ f.code }}</code> {{ f.title }}</h3>
 <div class="action"><strong>Action:</strong> {{ f.action }}</div>
+{% if f.see_maps and maps %}<div class="see-maps"><a href="#maps">See where the frames differ (gap maps)</a></div>{% endif %}
 {% if f.evidence or f.evidence_rest %}<table class="evidence"><tr><th>evidence</th><th>value</th></tr>
 {% for lab, k, v in f.evidence %}<tr><td title="{{ k }}">{{ lab }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
 </table>
@@ -104,6 +107,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% endfor %}
 {% if findings_more %}<p class="muted">&hellip; {{ findings_more }} more findings not shown.</p>{% endif %}
 </section>
+{% if maps %}{{ maps }}{% endif %}
 
 {% if kind == "run" %}
 <section id="encoders">

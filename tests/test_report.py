@@ -298,6 +298,10 @@ def test_render_real_run(real_results, tmp_path):
     assert len(hist["channels"]) == 3 and all(sum(c) == pytest.approx(1, abs=1e-3) for c in hist["channels"])
     # channel means, luma percentiles and the channel histograms are drawn (no depth in this data)
     assert html.count('alt="statistics plot"') == 3
+    # the gap maps reach run's results.json and are drawn from it (tests/test_report_maps.py reads them back)
+    maps = real_results["maps"]
+    assert maps["sim"]["n_frames"] == maps["real"]["n_frames"] == maps["paired"]["n_pairs"] == 12
+    assert all(f'id="{i}"' in html for i in ("map-sim", "map-real", "map-signed", "map-abs", "profile-radial"))
 
 
 # -- a real headless browser --------------------------------------------------------------------------------
