@@ -12,6 +12,10 @@ import io
 import json
 import os
 import pickle
+import re
+import shutil
+import subprocess
+import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -27,6 +31,7 @@ from encoders.policy import weights_only_loads
 from perception_gap.catalog import Catalog
 
 KEY = "agentview_image"
+REPO = Path(__file__).resolve().parents[1]
 
 
 def run(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -276,3 +281,54 @@ def test_lerobot_metadata_never_leads_a_read_outside_the_dataset(tmp_path, capsy
     finally:
         for s in spies:
             s.close()
+
+
+# --- a local Ray instance ------------------------------------------------------------------------
+
+_ADDR = re.compile(r'sin_addr=inet_addr\("([0-9.]+)"\)|inet_pton\(AF_INET6, "([^"]+)"')
+
+
+def _ray_sets(tmp_path: Path) -> str:
+    db = str(tmp_path / "c.duckdb")
+    rng = np.random.default_rng(0)
+    for dom in ("sim", "real"):
+        (tmp_path / dom).mkdir()
+        for i in range(3):
+            Image.fromarray(rng.integers(0, 256, (12, 16, 3), dtype=np.uint8)).save(tmp_path / dom / f"f{i}.png")
+        assert cli.main(["index", str(tmp_path / dom), "--set", dom, "--domain", dom, "--db", db, "-q"]) == 0
+    return db
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to watch connections")
+def test_a_local_ray_engine_connects_to_nothing_off_this_machine(tmp_path):
+    pytest.importorskip("ray.data")
+    db = _ray_sets(tmp_path)
+    trace = tmp_path / "trace"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=connect,sendto", "-o", str(trace), sys.executable,
+                        str(REPO / "cli.py"), "stats", "--sim", "sim", "--real", "real", "--db", db, "--engine", "ray",
+                        "--workers", "1", "-q"], capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    assert p.returncode in (0, 1), p.stderr
+    text = trace.read_text()
+    assert "default_worker" in text or "connect(" in text  # the trace saw Ray's processes
+    seen = {a or b for a, b in _ADDR.findall(text)}
+    outside = {a for a in seen if a not in ("127.0.0.1", "::1", "::ffff:127.0.0.1")}
+    assert seen and not outside, outside
+    with Catalog(db, read_only=True) as cat:
+        assert cat.con.execute("SELECT count(*) FROM frame_stats").fetchone()[0] == 6  # Ray's tasks did the work
+
+
+def test_ray_failing_to_start_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("a Ray instance of this process is running")
+    db = _ray_sets(tmp_path)
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path / "absent" / "ray"))
+    (tmp_path / "absent").write_text("a file where Ray wants a folder")
+    from perception_gap.engines.ray_engine import LOCAL_ENV
+
+    before = {k: os.environ.get(k) for k in LOCAL_ENV}
+    code, _, err = run(["stats", "--sim", "sim", "--real", "real", "--db", db, "--engine", "ray", "-q"], capsys)
+    one_line_exit_2(code, err)
+    assert "Cannot start a local Ray instance" in err
+    assert {k: os.environ.get(k) for k in LOCAL_ENV} == before  # the settings for Ray's processes are not left here

@@ -45,6 +45,15 @@ MERGE_FRAMES = 20_000  # merge pending shards once they hold this many frames ..
 MERGE_EVERY = 64  # ... or once this many shards are pending (one statement per table either way)
 STALE_TMP_S = 60.0  # a `.tmp` shard untouched this long before the run started is a dead task's
 CONNECT_TIMEOUT_S = 10.0  # `--address` must accept a TCP connection within this long
+# The environment a local instance's processes start with (they inherit it at `ray.init`): no
+# usage reporting, no metrics collection, every address the loopback one (Ray's own setting for
+# single-machine platforms; no route look-up towards a public DNS server), and HTTP through a
+# proxy address where nothing listens, because the dashboard process probes cloud metadata
+# addresses (169.254.169.254, metadata.google.internal) whether or not usage reporting is on.
+NOWHERE = "http://127.0.0.1:9"  # the discard port on the loopback: a refused connection at once
+LOCAL_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_DATA_USAGE_DISABLED": "1", "RAY_enable_metrics_collection": "0",
+             "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "HTTP_PROXY": NOWHERE, "HTTPS_PROXY": NOWHERE,
+             "http_proxy": NOWHERE, "https_proxy": NOWHERE, "NO_PROXY": "", "no_proxy": ""}
 _TABLES = {"rgb_stats_job": "frame_stats", "depth_stats_job": "depth_stats", "joint_stats_job": "joint"}
 
 
@@ -56,6 +65,23 @@ def require_ray() -> Any:
     except ImportError:
         raise InputError(f"`--engine ray` needs Ray Data, which is not installed here: {INSTALL_HINT}.") from None
     return ray
+
+
+def _loopback_only() -> None:
+    """This process's Ray picks the loopback address as a single-machine platform's does (the
+    setting LOCAL_ENV gives Ray's own processes, read here once at import)."""
+    from ray._private import ray_constants
+
+    if hasattr(ray_constants, "ENABLE_RAY_CLUSTER"):
+        ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def _restore_env(saved: dict[str, str | None]) -> None:
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def ray_data() -> Any:
@@ -242,13 +268,22 @@ class RayEngine:
         self.started_at = time.time()
         check_address(self.address)
         if not ray.is_initialized():
+            local = not self.address
+            saved = {k: os.environ.get(k) for k in LOCAL_ENV}
+            if local:
+                os.environ.update(LOCAL_ENV)
+                _loopback_only()
             try:
                 ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                         logging_level=logging.WARNING, configure_logging=True,
-                         **({} if self.address else {"num_cpus": self._workers}))
-            except (ConnectionError, ValueError, RuntimeError) as e:
-                raise InputError(f"Cannot connect to the Ray cluster at `--address` {self.address!r}: "
-                                 f"{str(e).splitlines()[0] if str(e) else type(e).__name__}.") from None
+                         logging_level=logging.ERROR, configure_logging=True,
+                         **({"num_cpus": self._workers} if local else {}))
+            except Exception as e:  # noqa: BLE001 - whatever stops Ray from starting is one line
+                why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                if local:
+                    raise EngineError(f"Cannot start a local Ray instance for `--engine ray`: {why}.") from None
+                raise InputError(f"Cannot connect to the Ray cluster at `--address` {self.address!r}: {why}.") from None
+            finally:
+                _restore_env(saved)  # Ray's processes have started with it; this one goes on as it was
             self._started = True
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
