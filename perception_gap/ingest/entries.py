@@ -233,13 +233,16 @@ def _unlisted(old: dict[str, dict[str, Any]], listed: dict[str, FrameEntry]) -> 
     exists (the listing dropped it: a corrected manifest), or it was never usable; deleted.
     """
     vanished, removed = [], []
-    # a container this listing still reads no longer holds the frame: the frame vanished from it
-    read_now = {utf8_safe(str(e.container.file.path)) for e in listed.values() if e.container is not None}
+    # a container member (a topic, a dataset, a stream) this listing still reads no longer holds
+    # the frame: the frame vanished from it; a member it no longer reads (the set now lists another
+    # topic of the same bag) is not the set's any more: its rows are removed
+    read_now = {(utf8_safe(str(e.container.file.path)), e.container.member) for e in listed.values()
+                if e.container is not None}
     for p, r in old.items():
         if p in listed:
             continue
         where = r.get("container_path")
-        exists = where not in read_now and _stat(Path(where or p))[0] is not None
+        exists = (where, r.get("member")) not in read_now and _stat(Path(where or p))[0] is not None
         if exists or r["status"] == "skipped":
             removed.append(p)
         elif r["status"] == "ok":

@@ -34,7 +34,9 @@ from perception_gap.ingest.containers import ROSBAG_PREFIX, ContainerFile, Conta
 from perception_gap.ingest.entries import FrameEntry, IndexReport, Progress, index_entries, validate_set_name
 from perception_gap.ingest.frames import Header
 from perception_gap.ingest.rosmsg import (
+    IMAGE,
     IMAGE_TYPES,
+    NOT_COLOUR,
     ROS2_STORAGE_EXTS,
     message_header,
     message_unit,
@@ -67,6 +69,7 @@ class TopicMessage:
     timestamp: float
     header: Any  # `Header`, or the FrameError text when the message cannot be decoded
     unit: str | None = None
+    encoding: str = ""  # `Image.encoding`, or a `CompressedImage`'s format
 
 
 def find_bags(path: Path) -> list[Path]:
@@ -81,14 +84,26 @@ def find_bags(path: Path) -> list[Path]:
     if path.is_file():
         if path.suffix.lower() == ".bag":
             return [path]
-        if path.suffix.lower() in ROS2_STORAGE_EXTS and (path.parent / "metadata.yaml").is_file():
-            return [path.parent]
+        if path.suffix.lower() in ROS2_STORAGE_EXTS:
+            if (path.parent / "metadata.yaml").is_file():
+                return [path.parent]
+            raise InputError(f"{_SHAPE}, got {str(path)!r}: a ROS 2 storage file whose folder has no metadata.yaml "
+                             "(rosbag2 writes it beside the storage files; it is needed to read them).")
         raise InputError(f"{_SHAPE}, got {str(path)!r} (a {path.suffix or 'suffix-less'} file).")
+    if not path.is_dir():
+        raise InputError(f"{_SHAPE}, got {str(path)!r} (neither a regular file nor a folder).")
     if (path / "metadata.yaml").is_file():
         return [path]
+    if (path / "metadata.yaml").exists():
+        raise InputError(f"{_SHAPE}, got {str(path)!r}: its metadata.yaml is not a regular file.")
     bags = sorted((p for p in path.iterdir() if (p.is_file() and p.suffix.lower() == ".bag")
                    or (p.is_dir() and (p / "metadata.yaml").is_file())), key=lambda p: p.name)
     if not bags:
+        storage = sorted(p.name for p in path.iterdir() if p.suffix.lower() in ROS2_STORAGE_EXTS)
+        if storage:
+            raise InputError(f"{_SHAPE}, got {str(path)!r}: a ROS 2 bag folder without metadata.yaml (it holds "
+                             f"{', '.join(storage[:3])}{', ...' if len(storage) > 3 else ''}; rosbag2 writes "
+                             "metadata.yaml beside them and it is needed to read them).")
         raise InputError(f"{_SHAPE}, got {str(path)!r} (a folder holding no bag).")
     return bags
 
@@ -159,6 +174,9 @@ def read_bag(bag: Path, topic: str, depth_topic: str | None = None) -> tuple[lis
     if count == 0:
         raise InputError(f"Bag {str(bag)!r} is empty (it holds no message).")
     _check_topics(bag, topics, asked)
+    _check_role(bag, "--topic", topic, lists[topic], depth=False)
+    if depth_topic:
+        _check_role(bag, "--depth-topic", depth_topic, lists[depth_topic], depth=True)
     return lists[topic], lists[depth_topic] if depth_topic else None
 
 
@@ -167,7 +185,23 @@ def _listed(file: Path, index: int, step: int, t: int, msg: Any, msgtype: str) -
         header: Any = message_header(msg, msgtype)
     except FrameError as e:
         header = str(e)
-    return TopicMessage(file, index, step, stamp_seconds(msg, t), header, message_unit(msg, msgtype))
+    encoding = str(getattr(msg, "encoding", "") if msgtype == IMAGE else getattr(msg, "format", ""))
+    return TopicMessage(file, index, step, stamp_seconds(msg, t), header, message_unit(msg, msgtype), encoding)
+
+
+def _check_role(bag: Path, flag: str, topic: str, messages: list[TopicMessage], depth: bool) -> None:
+    """InputError when a message's encoding does not fit the topic's role: a colour frame in a
+    depth-only encoding (16UC1, 32FC1, compressedDepth), a depth map in one that declares no depth
+    unit (rgb8, mono8, a JPEG, ...)."""
+    for m in messages:
+        if isinstance(m.header, str):
+            continue  # undecodable: a recorded skip either way
+        is_depth_only = m.unit is not None and (m.encoding in NOT_COLOUR or "compresseddepth" in m.encoding.lower())
+        if (m.unit is None) if depth else is_depth_only:
+            want = ("depth images (16UC1, mono16, 32FC1 or compressedDepth)" if depth
+                    else "colour or grey images (rgb8, bgr8, mono8, mono16, JPEG or PNG, ...)")
+            raise InputError(f"Expected {flag} {topic!r} of {str(bag)!r} to carry {want}, got {m.encoding or 'no encoding'!r} "
+                             f"(message {m.step}).")
 
 
 def nearest_within(stamps: np.ndarray, targets: np.ndarray, tolerance: float) -> np.ndarray:

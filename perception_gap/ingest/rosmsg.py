@@ -32,7 +32,7 @@ import numpy as np
 from PIL import Image
 
 from perception_gap.errors import FrameError
-from perception_gap.ingest.frames import Header, decode_rgb, probe
+from perception_gap.ingest.frames import Header, decode_rgb, open_regular, probe
 
 IMAGE = "sensor_msgs/msg/Image"
 COMPRESSED = "sensor_msgs/msg/CompressedImage"
@@ -45,7 +45,9 @@ ENCODINGS: dict[str, tuple[str, int, tuple[int, ...] | None]] = {
     "16UC1": ("uint16", 1, None), "32FC1": ("float32", 1, None),
 }
 DEPTH_UNITS = {"16UC1": "mm", "mono16": "mm", "32FC1": "m"}  # the ROS depth conventions (REP 118)
+NOT_COLOUR = ("16UC1", "32FC1")  # depth-only encodings (mono16 is also a grey camera's)
 COMPRESSED_DEPTH = {"16UC1": "uint16", "mono16": "uint16", "32FC1": "float32"}  # compressedDepth: encoding -> dtype
+METADATA_BYTES = 16 << 20  # a metadata.yaml this large is not rosbag2's
 _DEPTH_CONFIG = struct.Struct("<iff")  # compressed_depth_image_transport's ConfigHeader
 _MAGIC = {b"\x89PNG": ".png", b"\xff\xd8\xff": ".jpg"}
 # what a corrupt or truncated bag makes the rosbags readers raise (its parsers do not wrap them all)
@@ -61,19 +63,47 @@ def _rosbags_errors() -> tuple[type[BaseException], ...]:
     return (AnyReaderError, Reader1Error, Reader2Error) + BAG_ERRORS
 
 
+def read_metadata(path: Path) -> Any:
+    """A ROS 2 bag's `metadata.yaml`, parsed safely: a regular file of at most METADATA_BYTES, and
+    YAML without aliases (rosbag2 writes none; an alias bomb expands to gigabytes from bytes).
+
+    Raises:
+        FrameError: not a regular file, too large, not YAML, or holding an alias.
+    """
+    from ruamel.yaml import YAML, YAMLError
+    from ruamel.yaml.events import AliasEvent
+
+    fd = open_regular(path)
+    try:
+        with open(fd, "rb", closefd=True) as f:
+            data = f.read(METADATA_BYTES + 1)
+    except OSError as e:
+        raise FrameError(f"cannot read file: {e.strerror or e}") from None
+    if len(data) > METADATA_BYTES:
+        raise FrameError(f"larger than {METADATA_BYTES >> 20} MiB")
+    try:
+        text = data.decode("utf-8")
+        yaml = YAML(typ="safe")
+        if any(isinstance(e, AliasEvent) for e in yaml.parse(text)):
+            raise FrameError("it uses YAML aliases (`*name`), which rosbag2 never writes")
+        return yaml.load(text)
+    except (YAMLError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise FrameError(_reason(e)) from None
+
+
 def storage_files(folder: Path) -> tuple[list[Path], bool]:
     """(storage files in the order `metadata.yaml` lists them, compressed?) of a ROS 2 bag folder.
 
     Raises:
         FrameError: the metadata cannot be read, lists no storage file or one that is missing.
     """
-    from ruamel.yaml import YAML, YAMLError
-
     try:
-        info = YAML(typ="safe").load((folder / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        info = read_metadata(folder / "metadata.yaml")["rosbag2_bagfile_information"]
         names = [Path(str(x)).name for x in info["relative_file_paths"]]
         compressed = str(info.get("compression_mode") or "").lower() not in ("", "none")
-    except (OSError, YAMLError, KeyError, TypeError, ValueError) as e:
+    except FrameError as e:
+        raise FrameError(f"unreadable metadata.yaml: {e}") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise FrameError(f"unreadable metadata.yaml: {_reason(e)}") from None
     files = [folder / n for n in names]
     if not files or any(not f.is_file() for f in files):
