@@ -8,7 +8,11 @@ from typing import Any
 
 from reports.wording import MISSING, sig
 
-__all__ = ["MISSING", "ci", "compact", "num", "num_list", "signed"]
+__all__ = ["MISSING", "R2_WORDS", "ci", "compact", "num", "num_list", "r2", "signed"]
+
+# An R² below the floor results give (`probe.r2_display_floor`, -1) reads only as these words.
+R2_WORDS = "worse than predicting the mean"
+R2_FLOOR = -1.0
 
 # Depth units per metre by name, as perception_gap.diagnoses.depth.DEPTH_UNIT_NAMES (a test keeps
 # the two equal; reports does not import perception_gap).
@@ -29,6 +33,15 @@ def ci(low: Any, high: Any, level: Any = None, nd: int = 3) -> str:
     if isinstance(level, (int, float)) and not isinstance(level, bool) and math.isfinite(level):
         prefix = f"{level * 100:g}% " if level <= 1 else f"{level:g}% "
     return f"{prefix}[{num(low, nd)}, {num(high, nd)}]"
+
+
+def r2(x: Any, floor: Any = None) -> str:
+    """A probe R² for a table cell: the number, or `R2_WORDS` below `floor` (default -1), where a
+    ridge extrapolating off its training range reads -4,000,000 and the digits mean nothing."""
+    f = floor if isinstance(floor, (int, float)) and not isinstance(floor, bool) else R2_FLOOR
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x < f:
+        return R2_WORDS
+    return num(x)
 
 
 def signed(x: Any, nd: int = 3) -> str:

@@ -18,7 +18,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from reports import evidence, plots, scatter
-from reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, signed
+from reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, r2, signed
 from reports.maps import maps_section
 from reports.template import TEMPLATE
 
@@ -87,9 +87,19 @@ def _gap_ci(e: Mapping[str, Any]) -> str:
     return ci(c["low"] - f, c["high"] - f, c.get("level"))
 
 
+def _with_ci(v: Mapping[str, Any], nd: int = 3) -> str:
+    """A `{value, ci}` entry (Frechet distance, KID) as `value 95% [low, high]`."""
+    c = _d(v.get("ci"))
+    if not _finite(v.get("value")):
+        return MISSING
+    return num(v["value"], nd) + (" " + ci(c.get("low"), c.get("high"), c.get("level"), nd) if c else "")
+
+
 def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
     c = _d(e.get("centroid_distance_norm_ci"))
     pc, mmd, probe = _d(e.get("paired_cosine")), _d(e.get("mmd")), _d(e.get("probe"))
+    floor_r2 = probe.get("r2_display_floor")
+    drop_ci = _d(probe.get("transfer_drop_ci"))
     pre = {k: v for k, v in _d(e.get("preprocessing")).items()}
     return {
         "rank": "reference" if e.get("reference") else e.get("rank"), "front": bool(e.get("pareto_front")),
@@ -101,8 +111,11 @@ def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
         "probe_warn": _finite(probe.get("sim_to_real")) and probe["sim_to_real"] <= 0,
         "mmd": num(mmd.get("value"), 4), "mmd_p": "p=" + num(mmd.get("p_value")),
         "pc": num(pc.get("mean")), "pc_shuffled": num(pc.get("shuffled_mean")), "clip_band": pc.get("clip_band"),
-        "p_ss": num(probe.get("sim_to_sim")), "p_rr": num(probe.get("real_to_real")),
-        "p_sr": num(probe.get("sim_to_real")),
+        "p_ss": r2(probe.get("sim_to_sim"), floor_r2), "p_rr": r2(probe.get("real_to_real"), floor_r2),
+        "p_sr": r2(probe.get("sim_to_real"), floor_r2),
+        "drop": signed(probe.get("transfer_drop")) if _finite(probe.get("transfer_drop")) else MISSING,
+        "drop_ci": ci(drop_ci.get("low"), drop_ci.get("high"), drop_ci.get("level")) if drop_ci else "",
+        "fd": _with_ci(_d(e.get("frechet_distance"))), "kid": _with_ci(_d(e.get("kid")), 4),
         "insufficient": [(str(k), str(v)) for k, v in _d(e.get("insufficient")).items()],
         "fingerprint": e.get("fingerprint"), "n_sim": e.get("n_sim"), "n_real": e.get("n_real"),
         "n_skipped": len(_l(e.get("skipped"))), "preprocessing": compact(pre, 600) if pre else MISSING,

@@ -4,7 +4,7 @@ Labels are placed by the data: each one takes the first of eight positions aroun
 whose box overlaps no other point and no label already placed, and whose centre is nearer its own
 point than any other. A probe R² below `R2_FLOOR` (a ridge extrapolating off-distribution can read
 -76,000) is not drawn to scale, which would flatten every other point: it sits on the lower edge
-with a downward arrow and its value written out.
+with a downward arrow, labelled "worse than predicting the mean" (results.json keeps the number).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from reports.format import R2_WORDS
 from reports.plots import MAX_BARS, _figure, _label, _ok
-from reports.wording import sig
 
 R2_FLOOR = -1.0
 FONT = 8.0  # points
@@ -93,7 +93,7 @@ def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
     ax.set_xlim(min(xs) - xpad, max(xs) + xpad * 2)
     ax.set_ylim(bottom, yhi + ypad)
     shown = [(x, y if y >= R2_FLOOR else bottom + ypad * 0.4, front, name, y) for x, y, front, name in pts]
-    texts = [_label(n) + ("" if raw >= R2_FLOOR else f" (R² {sig(raw)}, off scale)") for _, _, _, n, raw in shown]
+    texts = [_label(n) + ("" if raw >= R2_FLOOR else f" ({R2_WORDS}, off scale)") for _, _, _, n, raw in shown]
     fig.canvas.draw()
     scale = fig.dpi / 72.0
     disp = [tuple(ax.transData.transform((x, y))) for x, y, *_ in shown]
@@ -113,7 +113,7 @@ def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
         ax.plot([p[0] for p in front], [p[1] for p in front], color="#D55E00", lw=1, ls="--", zorder=2)
     ax.axhline(0.0, color="#999999", lw=0.8, ls=":")
     ax.set_xlabel("gap above noise floor (normalized centroid distance, unitless; lower is better)")
-    ax.set_ylabel("probe R² sim\u2192real (unitless; higher is better)")
+    ax.set_ylabel("probe R² sim\u2192real, held out (unitless; higher is better)")
     ax.set_title("Encoders: gap vs probe (stars: Pareto front; dotted: R² = 0)", fontsize=10)
     ax.grid(alpha=0.3)
     buf = io.BytesIO()

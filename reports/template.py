@@ -113,26 +113,31 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <section id="encoders">
 <h2>Encoder ranking</h2>
 {% if encoders %}
-<p class="muted">Decisive columns first: the gap above the real-vs-real noise floor (lower is better), the sim&rarr;real probe R&sup2; (higher is better) and the domain AUC (0.5 = indistinguishable). Open a row's details for the rest.</p>
+<p class="muted" id="ranking-basis">Encoders are ranked on two things together: the <strong>gap above the noise floor</strong> (how much farther sim is from real than two halves of the real set are from each other; lower is better) and the <strong>held-out sim&rarr;real probe R&sup2;</strong> (a linear read-out trained on sim frames of some episodes, scored on real frames of the others; higher is better). The noise floor stands beside each gap. A star marks the Pareto front: no other encoder is both closer and more predictive. Open a row's details for the rest.</p>
 <div class="wide"><table id="ranking">
-<tr><th>rank</th><th>encoder</th><th title="normalized centroid distance minus the noise floor; interval = the distance's bootstrap CI shifted by the floor">gap above floor [CI]</th><th>probe R&sup2; sim&rarr;real</th><th>domain AUC</th><th>details</th></tr>
+<tr><th title="by gap above the noise floor and held-out probe R²">rank</th><th>encoder</th><th title="normalized centroid distance minus the noise floor; interval = the distance's bootstrap CI shifted by the floor">gap above noise floor [CI] (ranked on; lower is better)</th><th title="normalized centroid distance between two halves of the real set">noise floor (real vs real)</th><th title="trained on sim frames of the training episodes, scored on real frames of the held-out episodes">probe R&sup2; sim&rarr;real, held out (ranked on; higher is better)</th><th title="sim-to-sim R² minus sim-to-real R² on the same held-out episodes; interval from a bootstrap over held-out episodes">transfer drop [CI]</th><th>domain AUC (not ranked on)</th><th>details</th></tr>
 {% for e in encoders %}
 <tr class="enc-row"><td class="n">{{ e.rank }}{% if e.front %} <span class="front" title="Pareto front">&#9733;</span>{% endif %}{% if e.basis == "gap alone" %} <span class="muted" title="ranked on the gap alone">(gap alone)</span>{% endif %}</td>
 <td class="mono name">{{ e.name }}</td>
 <td class="n">{{ e.gap }} <span class="muted">{{ e.gap_ci }}</span></td>
+<td class="n">{{ e.floor }}</td>
 <td class="n">{{ e.p_sr }}{% if e.probe_uninformative %} <span class="badge sev-info" title="sim-to-sim R² <= 0: the probe explains nothing and does not rank this encoder">uninformative</span>{% elif e.probe_warn %} <span class="badge sev-gap" title="sim-to-real R² at or below 0: the probe predicts no better than the mean on real frames">R&sup2; &le; 0</span>{% endif %}</td>
+<td class="n">{{ e.drop }} <span class="muted">{{ e.drop_ci }}</span></td>
 <td class="n">{{ e.auc }}</td>
 <td><details class="enc-details"><summary>more</summary><table class="kv">
 <tr><th>family / dim</th><td>{{ e.family }} / {{ e.dim }}</td></tr>
 <tr><th>centroid distance (norm.) [CI]</th><td class="n">{{ e.cd }} {{ e.cd_ci }}</td></tr>
 <tr><th>noise floor</th><td class="n">{{ e.floor }}{% if e.floor_method %} <span class="muted">({{ e.floor_method }})</span>{% endif %}</td></tr>
 <tr><th>MMD (permutation p)</th><td class="n">{{ e.mmd }} ({{ e.mmd_p }})</td></tr>
+<tr><th>Frechet distance [CI]</th><td class="n">{{ e.fd }}</td></tr>
+<tr><th>KID [CI]</th><td class="n">{{ e.kid }}</td></tr>
 <tr><th>paired cosine distance, mean / shuffled</th><td class="n">{{ e.pc }} / {{ e.pc_shuffled }}{% if e.clip_band %} <span class="badge sev-info">{{ e.clip_band }}</span>{% endif %}</td></tr>
 <tr><th>probe R&sup2; sim&rarr;sim / real&rarr;real</th><td class="n">{{ e.p_ss }} / {{ e.p_rr }}</td></tr>
 </table></details></td></tr>
 {% endfor %}
 </table></div>
 {% if encoders_more %}<p class="muted">&hellip; {{ encoders_more }} more encoders not shown.</p>{% endif %}
+<p class="muted" id="auc-vs-gap">Why a domain AUC near 1 can sit beside a gap inside the noise floor: the classifier needs only one direction in which sim and real frames fall apart, however small the shift along it, while the gap measures how far apart the two sets are overall compared with real-vs-real variation. Sim and real can be separable but close; the ranking reads closeness, and the AUC says only that a difference exists.</p>
 {% set weak = encoders|selectattr("probe_warn")|map(attribute="name")|list %}{% if weak %}<p class="probe-warning"><span class="badge sev-gap">R&sup2; &le; 0</span> Sim&rarr;real probe R&sup2; at or below 0 for <span class="mono name">{{ weak|join(", ") }}</span>: the probe predicts the real targets no better than their mean, so the probe axis does not separate these encoders; read their gap alone.</p>{% endif %}
 {% for e in encoders if e.insufficient %}<p class="muted"><span class="mono">{{ e.name }}</span> not computed: {% for k, v in e.insufficient %}{{ k }} ({{ v }}){% if not loop.last %}; {% endif %}{% endfor %}</p>{% endfor %}
 {% if plot_encoders %}<img class="plot" alt="encoder plot" src="{{ plot_encoders }}">{% endif %}

@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from reports import render_report, write_report
-from reports.format import ci, num
+from reports.format import ci, num, r2
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = '"><script>document.title="PWNED"</script>'
@@ -52,7 +52,11 @@ def _encoder(name: str, rank: int, front: bool, family: str = "imagenet") -> dic
         "noise_floor": 0.0813979, "noise_floor_method": "episodes",
         "paired_cosine": {"mean": 0.0911, "median": 0.0934, "p90": 0.1328, "shuffled_mean": 0.5363, "n_pairs": 60},
         "domain_auc": 0.96889, "mmd": {"value": 0.02706, "p_value": 0.4776, "bandwidth": 16.6, "n_permutations": 200},
-        "probe": {"target": "action", "sim_to_sim": 0.81, "real_to_real": 0.77, "sim_to_real": 0.42 + 0.1 * rank},
+        "probe": {"target": "action", "sim_to_sim": 0.81, "real_to_real": 0.77, "sim_to_real": 0.42 + 0.1 * rank,
+                  "transfer_drop": 0.39 - 0.1 * rank, "r2_display_floor": -1.0,
+                  "transfer_drop_ci": {"low": 0.21 - 0.1 * rank, "high": 0.47 - 0.1 * rank, "level": 0.95}},
+        "frechet_distance": {"value": 41.2345, "ci": {"low": 35.01, "high": 48.9, "level": 0.95}},
+        "kid": {"value": 0.012345, "ci": {"low": 0.00811, "high": 0.01702, "level": 0.95}},
         "rank": rank, "insufficient": {}, "skipped": [], "pareto_front": front, "gap_above_floor": -0.0251 + rank / 10,
     }
     if family == "clip":
@@ -397,12 +401,30 @@ def test_ranking_decisive_columns_first_and_probe_at_or_below_zero_warned():
     ranking = html[html.index('id="ranking"'):]
     header = ranking[:ranking.index("</tr>")]
     cols = re.findall(r"<th[^>]*>(.*?)</th>", header)
-    assert cols[:5] == ["rank", "encoder", "gap above floor [CI]", "probe R&sup2; sim&rarr;real", "domain AUC"]
+    # the columns say what the ranking reads, the noise floor beside the gap, the AUC marked as not ranked on
+    assert cols[:7] == ["rank", "encoder", "gap above noise floor [CI] (ranked on; lower is better)",
+                        "noise floor (real vs real)", "probe R&sup2; sim&rarr;real, held out (ranked on; higher is better)",
+                        "transfer drop [CI]", "domain AUC (not ranked on)"]
     rows = ranking[:ranking.index("</table></div>")].split('class="enc-row"')[1:]
-    # gap 0.0749 = -0.0251 + 0.1; its CI = the distance CI minus the floor 0.0813979
+    # gap 0.0749 = -0.0251 + 0.1; its CI = the distance CI minus the floor 0.0813979; the floor beside it
     assert "+0.0749" in rows[0] and "95% [-0.0425, 0.0128]" in rows[0]
+    cells = re.findall(r'<td class="n">(.*?)</td>', rows[0].split("<details")[0], flags=re.S)
+    assert cells[2] == "0.0814" and cells[4].startswith("+0.290") and "95% [0.110, 0.370]" in cells[4]
+    assert "41.2 95% [35.0, 48.9]" in rows[0] and "0.01235 95% [0.008110, 0.01702]" in rows[0]  # FD, KID
+    why = html[html.index('id="auc-vs-gap"'):]
+    assert "separable but close" in why[:why.index("</p>")]
     assert "R&sup2; &le; 0" not in rows[0] and "R&sup2; &le; 0" in rows[1]
     warning = html[html.index('class="probe-warning"'):]
     assert "open_clip:ViT-B-32:laion2b" in warning[:warning.index("</p>")]
     assert "efficientnet-lite0" not in warning[:warning.index("</p>")]
     assert 'class="mono name"' in rows[0] and "<details" in rows[0]  # names kept whole, the rest folded
+
+
+def test_r2_far_below_zero_is_shown_in_words():
+    res = make_results()
+    res["encoders"][1]["probe"] = {**res["encoders"][1]["probe"], "sim_to_real": -4317743.2, "sim_to_sim": -2.5}
+    html = render_report(res)
+    ranking = html[html.index('id="ranking"'):html.index("</table></div>")]
+    assert "worse than predicting the mean" in ranking
+    assert "4,317,743" not in html and "-4.32" not in html and "-2.50" not in ranking
+    assert r2(-0.42) == "-0.420" and r2(-1.5) == "worse than predicting the mean" and r2(-1.5, -2.0) == "-1.50"

@@ -10,18 +10,22 @@ from perception_gap.commands.output import check_outputs, fmt, progress_bar, wri
 
 
 def _print_run(res: dict[str, Any], out_dir: Path) -> None:
+    from perception_gap.probes import describe_r2  # sklearn loads only when a run prints
+
     print(f"sim {res['config']['sim']!r} vs real {res['config']['real']!r}: {res['pairs']['n_pairs']} pairs")
-    print(f"{'rank':>4}  {'encoder':<22} {'distance (95% CI)':<24} {'floor':>6} {'AUC':>5} {'cos':>6} {'probe s->r':>10}")
+    print(f"{'rank':>4}  {'encoder':<22} {'gap above floor':>15} {'floor':>6} {'distance (95% CI)':<20} {'AUC':>5} "
+          f"{'cos':>6} {'probe s->r':>10}")
     for e in res["encoders"]:
         ci = e.get("centroid_distance_norm_ci") or {}
         dist = (f"{fmt(e['centroid_distance_norm'])} ({fmt(ci.get('low'))}-{fmt(ci.get('high'))})"
                 if e.get("centroid_distance_norm") is not None else "-")
         front = "*" if e.get("pareto_front") else " "
         rank = "ref" if e.get("reference") else fmt(e.get("rank"))
-        probe = fmt((e.get("probe") or {}).get("sim_to_real")) + ("!" if e.get("probe_informative") is False else "")
-        print(f"{rank:>4}{front} {e['name']:<22} {dist:<24} {fmt(e.get('noise_floor')):>6} "
-              f"{fmt(e.get('domain_auc')):>5} {fmt((e.get('paired_cosine') or {}).get('mean')):>6} {probe:>10}")
-    print("(* on the Pareto front of gap vs probe; distance = normalized PCA centroid distance, floor = real-vs-real)")
+        probe = describe_r2((e.get("probe") or {}).get("sim_to_real")) + ("!" if e.get("probe_informative") is False else "")
+        print(f"{rank:>4}{front} {e['name']:<22} {fmt(e.get('gap_above_floor')):>15} {fmt(e.get('noise_floor')):>6} "
+              f"{dist:<20} {fmt(e.get('domain_auc')):>5} {fmt((e.get('paired_cosine') or {}).get('mean')):>6} {probe:>10}")
+    print("(ranked on the gap above the noise floor (lower is better) and the held-out sim->real probe R^2 (higher "
+          "is better); * on their Pareto front; distance = normalized PCA centroid distance, floor = real-vs-real)")
     if any(e.get("reference") for e in res["encoders"]):
         print("(ref: the weights-free pixel baseline, a reference row, never ranked)")
     alone = [e["name"] for e in res["encoders"] if e.get("ranking_basis") == "gap alone"]
