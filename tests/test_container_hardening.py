@@ -4,10 +4,12 @@ skips, never a traceback, a hang or a silently wrong set (LeRobot, HDF5, ROS bag
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import shutil
 import signal
+import sys
 from pathlib import Path
 
 import h5py
@@ -15,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 import cli
@@ -266,3 +270,217 @@ def test_a_still_image_is_not_a_one_frame_video(tmp_path, capsys, fmt):
                          capsys)
     one_line_exit_2(code, err)
     assert "not a video" in out
+
+
+# --- property-based: generated metadata and layouts, through the CLI --------------------------------
+
+PROPS = settings(max_examples=30, deadline=None, derandomize=True,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+_OPENED: list[str] = []
+_WATCH: list[bool] = [False]
+
+
+def _audit(event: str, args: tuple) -> None:
+    if _WATCH[0] and event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        _OPENED.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_audit)
+
+
+@contextlib.contextmanager
+def watched_opens():
+    """The paths Python opens (`open`, `os.open`: every file a container parser opens goes
+    through `open_regular` or `open`) while the body runs."""
+    _OPENED.clear()
+    _WATCH[0] = True
+    try:
+        yield _OPENED
+    finally:
+        _WATCH[0] = False
+
+
+def outside(opened: list[str], root: Path, tmp: Path) -> list[str]:
+    """Opened paths under the test's folder (or /etc) that are neither in the dataset nor the catalog."""
+    bad = []
+    for p in opened:
+        full = os.path.normpath(os.path.abspath(p))
+        if full.startswith("/etc/"):
+            bad.append(full)
+        elif full.startswith(str(tmp) + os.sep) and not full.startswith(str(root) + os.sep) \
+                and not Path(full).name.startswith("c.duckdb"):
+            bad.append(full)
+    return bad
+
+
+def check_cli(code: int, err: str) -> None:
+    assert code in (0, 1, 2) and "Traceback" not in err, (code, err)
+    if code == 2:
+        assert err.count("\n") == 1, err
+
+
+_JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=True) |
+                        st.text(max_size=8), lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c,
+                                                                                           max_size=3), max_leaves=6)
+_TEMPLATES = st.sampled_from([
+    "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet", "data/{episode_index}.parquet",
+    "../outside/{episode_index}.parquet", "/etc/passwd", "{episode_index.__class__}", "data/{0}.parquet",
+    "data/{episode_index:>99999}.parquet", "data/{", "data/}{", "", "data/chunk-{chunk_index:03d}/file.parquet",
+    "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4", "../outside/{video_key}.mp4",
+    "videos/{video_key!r}/x.mp4", "videos/{video_key:>5}/x.mp4"]) | st.text(max_size=12) | _JSONISH
+_CAMERAS = st.sampled_from([CAM, "../../outside/cam", "/etc", "cam#1", "cam?depth=x", "", "a/../../b"])
+
+
+@pytest.fixture(scope="module")
+def lerobot_base(tmp_path_factory) -> Path:
+    return write_lerobot(tmp_path_factory.mktemp("lr") / "base", [smooth_frames(2, seed=0), smooth_frames(2, seed=1)],
+                         version="v2.1", dtype="image")
+
+
+@PROPS
+@given(version=st.sampled_from(["v2.1", "v3.0", "v1.6", None]) | _JSONISH, fps=st.sampled_from([10, 0, -1, 1e-308])
+       | _JSONISH, chunks=st.sampled_from([1000, 1, 0, None]) | _JSONISH, data_path=_TEMPLATES,
+       video_path=_TEMPLATES, features=st.sampled_from(["keep", "video"]) | _JSONISH, camera=_CAMERAS,
+       episodes=st.lists(_JSONISH | st.fixed_dictionaries({"episode_index": _JSONISH}), max_size=3) | st.none())
+def test_generated_lerobot_metadata_never_crashes_nor_reads_outside(tmp_path_factory, lerobot_base, version, fps,
+                                                                    chunks, data_path, video_path, features, camera,
+                                                                    episodes):
+    tmp = tmp_path_factory.mktemp("lrp")
+    root = tmp / "ds"
+    shutil.copytree(lerobot_base, root)
+    (tmp / "outside").mkdir()
+    shutil.copy(root / "data/chunk-000/episode_000000.parquet", tmp / "outside" / "0.parquet")
+    info = json.loads((root / "meta/info.json").read_text())
+    feats = info["features"]
+    if features == "video":
+        feats[camera] = {"dtype": "video", "shape": [48, 64, 3]}
+    elif features != "keep":
+        feats = features
+    elif camera != CAM:
+        feats[camera] = dict(feats[CAM])
+    info.update(codebase_version=version, fps=fps, chunks_size=chunks, data_path=data_path, video_path=video_path,
+                features=feats)
+    (root / "meta/info.json").write_text(json.dumps(info))
+    if episodes is not None:
+        (root / "meta/episodes.jsonl").write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    with deadline(120), watched_opens() as opened, contextlib.redirect_stderr(io.StringIO()) as err, \
+            contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(["index", "--lerobot", str(root), "--camera", camera, "--set", "s", "--domain", "real",
+                            "--db", str(tmp / "c.duckdb")])
+    check_cli(code, err.getvalue())
+    assert any(p.endswith("meta/info.json") for p in opened)  # the hook sees the parser's opens
+    assert not outside(opened, root, tmp)
+
+
+@PROPS
+@given(demos=st.lists(st.tuples(
+    st.sampled_from(["ok", "grey", "chw", "rank2", "rank5", "empty", "string", "bool", "float", "external_link",
+                     "external_storage", "virtual", "soft", "loop", "obs_dataset", "demo_dataset", "huge", "missing"]),
+    st.sampled_from(["ok", "short", "string", "missing", "external", "2d", "huge_row"])), min_size=1, max_size=4),
+    proprio=st.booleans())
+def test_generated_hdf5_layouts_never_crash_nor_index_outside_values(tmp_path_factory, demos, proprio):
+    tmp = tmp_path_factory.mktemp("h5p")
+    other = tmp / "other.hdf5"
+    with h5py.File(other, "w") as f:
+        f.create_dataset("cam", data=np.zeros((2, 4, 4, 3), np.uint8))
+        f.create_dataset("actions", data=np.zeros((2, 2)))
+    (tmp / "raw.bin").write_bytes(bytes(range(256)) * 4)
+    h5 = tmp / "d.hdf5"
+    foreign: set[str] = set()
+    with h5py.File(h5, "w") as f:
+        d = f.create_group("data")
+        for i, (cam, act) in enumerate(demos):
+            name, n = f"demo_{i}", 2
+            if cam == "demo_dataset":
+                d.create_dataset(name, data=np.zeros(3))
+                continue
+            g = d.create_group(name)
+            if cam == "obs_dataset":
+                g.create_dataset("obs", data=np.zeros(3))
+            elif cam != "missing":
+                obs = g.create_group("obs")
+                obs.create_dataset("eef", data=np.zeros((n, 3)))
+                shapes = {"ok": (n, 4, 5, 3), "grey": (n, 4, 5), "chw": (n, 3, 4, 5), "rank2": (n, 4),
+                          "rank5": (n, 1, 4, 5, 3), "empty": (0, 4, 5, 3)}
+                if cam in shapes:
+                    obs.create_dataset(KEY, data=np.zeros(shapes[cam], np.uint8))
+                elif cam in ("string", "bool", "float"):
+                    dt = {"string": "S3", "bool": np.bool_, "float": np.float32}[cam]
+                    obs.create_dataset(KEY, data=np.zeros((n, 4, 5, 3), dt))
+                elif cam == "external_link":
+                    obs[KEY] = h5py.ExternalLink(str(other), "/cam")
+                elif cam == "external_storage":
+                    obs.create_dataset(KEY, shape=(n, 4, 4, 3), dtype=np.uint8, external=[(str(tmp / "raw.bin"), 0, 96)])
+                elif cam == "virtual":
+                    layout = h5py.VirtualLayout(shape=(n, 4, 4, 3), dtype=np.uint8)
+                    layout[:] = h5py.VirtualSource(str(other), "cam", shape=(n, 4, 4, 3))
+                    obs.create_virtual_dataset(KEY, layout)
+                elif cam == "soft":
+                    obs[KEY] = h5py.SoftLink(f"/data/{name}/obs/eef")
+                elif cam == "loop":
+                    obs[KEY] = h5py.SoftLink(f"/data/{name}/obs/{KEY}")
+                elif cam == "huge":
+                    obs.create_dataset(KEY, shape=(n, 20000, 20000), dtype=np.uint8)
+                if cam in ("external_link", "external_storage", "virtual"):
+                    foreign.add(name)
+            if act == "ok":
+                g.create_dataset("actions", data=np.zeros((n, 2)))
+            elif act == "short":
+                g.create_dataset("actions", data=np.zeros((n + 1, 2)))
+            elif act == "string":
+                g.create_dataset("actions", data=np.array([b"x"] * n))
+            elif act == "external":
+                g["actions"] = h5py.ExternalLink(str(other), "/actions")
+                foreign.add(name)
+            elif act == "2d":
+                g.create_dataset("actions", data=np.zeros(n))
+            elif act == "huge_row":
+                g.create_dataset("actions", shape=(n, 100_000), dtype=np.float32)
+    db = tmp / "c.duckdb"
+    argv = ["index", "--hdf5", str(h5), "--camera", KEY, "--set", "s", "--domain", "sim", "--db", str(db)]
+    with deadline(120), contextlib.redirect_stderr(io.StringIO()) as err, contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(argv + (["--proprio", "eef"] if proprio else []))
+    check_cli(code, err.getvalue())
+    if code == 0:
+        with Catalog(db, read_only=True) as cat:
+            usable = {r["episode"] for r in cat.load_frames("s")}  # the usable frames
+        assert not usable & {n.removeprefix("demo_") for n in foreign}
+
+
+@pytest.fixture(scope="module")
+def ros2_metadata(ros2_bag) -> str:
+    return (ros2_bag / "metadata.yaml").read_text()
+
+
+_YAML_VALUES = st.sampled_from(["[]", "{}", "null", "~", "x", "*a", "&a [1]", "!!python/object:os.system {}",
+                                "[run_sqlite3_0.db3]", "[../outside.db3]", "[/etc/passwd]", "[1, 2]", "'", "{a: b"])
+
+
+@PROPS
+@given(kind=st.sampled_from(["drop_key", "replace_value", "prepend", "truncate", "files"]),
+       key=st.sampled_from(["rosbag2_bagfile_information", "relative_file_paths", "storage_identifier",
+                            "compression_mode", "topics_with_message_count", "version", "message_count"]),
+       value=_YAML_VALUES, cut=st.integers(0, 2000))
+def test_generated_bag_metadata_never_crashes(tmp_path_factory, ros2_bag, ros2_metadata, kind, key, value, cut):
+    tmp = tmp_path_factory.mktemp("rosp")
+    bag = tmp / ros2_bag.name
+    shutil.copytree(ros2_bag, bag)
+    lines = ros2_metadata.splitlines()
+    if kind == "drop_key":
+        lines = [ln for ln in lines if not ln.strip().startswith(key + ":")]
+    elif kind == "replace_value":
+        lines = [(ln.split(":")[0] + ": " + value) if ln.strip().startswith(key + ":") else ln for ln in lines]
+    elif kind == "prepend":
+        lines = [f"x: {value}"] + lines
+    elif kind == "truncate":
+        lines = "\n".join(lines)[:cut].splitlines()
+    else:
+        lines = [ln for ln in lines if not ln.strip().startswith("- run_")]
+        lines = [(ln + " " + value) if ln.strip().startswith("relative_file_paths:") else ln for ln in lines]
+    (bag / "metadata.yaml").write_text("\n".join(lines) + "\n")
+    with deadline(120), watched_opens() as opened, contextlib.redirect_stderr(io.StringIO()) as err, \
+            contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(["index", "--rosbag", str(bag), "--topic", "/cam", "--set", "s", "--domain", "real",
+                         "--db", str(tmp / "c.duckdb")])
+    check_cli(code, err.getvalue())
+    assert not outside(opened, bag, tmp)

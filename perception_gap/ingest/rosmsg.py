@@ -148,6 +148,11 @@ def open_bag(path: Path) -> Any:
         reader.open()
     except _rosbags_errors() as e:
         raise FrameError(f"not a readable ROS bag (corrupt or truncated?): {_reason(e)}") from None
+    try:  # what callers read first, computed from the bag's metadata: malformed values raise here
+        _ = reader.message_count, reader.topics, [(c.topic, c.msgtype) for c in reader.connections]
+    except _rosbags_errors() as e:
+        reader.close()
+        raise FrameError(f"not a readable ROS bag (malformed metadata?): {_reason(e)}") from None
     return reader
 
 
