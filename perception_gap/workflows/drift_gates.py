@@ -333,14 +333,21 @@ FIXED_SIZE_SHARE = 0.95  # the baseline has a fixed frame size when its usual si
 
 
 def binomial_tail(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p), exactly (1 when k <= 0)."""
+    """P(X >= k) for X ~ Binomial(n, p) (1 when k <= 0).
+
+    scipy's survival function works through the regularized incomplete beta function, so it
+    stays finite for any `n` (a sum of `comb(n, i) * p**i` terms overflows a float past
+    about a thousand frames).
+    """
     if k <= 0:
         return 1.0
     if p <= 0.0:
         return 0.0
     if p >= 1.0:
         return 1.0
-    return float(sum(math.comb(n, i) * p ** i * (1.0 - p) ** (n - i) for i in range(k, n + 1)))
+    from scipy.stats import binom  # imported when a format gate runs: drift's other gates need no scipy
+
+    return float(binom.sf(k - 1, n, p))
 
 
 FORMAT_ALPHA = 0.01  # the format gate fails only when the excess of odd frames is this unlikely by chance
