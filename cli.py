@@ -20,6 +20,7 @@ from typing import Callable
 # wall time instead of 16). Set before torch is imported; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from perception_gap.commands.flags import bounded_int, finite_float, non_negative, positive
 from perception_gap.commands.output import fail as _fail
 from perception_gap.errors import PerceptionGapError
 from perception_gap.version import __version__
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors; no progress bar")
     common.add_argument("--workers", type=int, default=None, help="worker processes/threads (default: all cores)")
     common.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
-    common.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    common.add_argument("--wait", type=finite_float(0.0, 86_400.0), default=0.0, metavar="SECONDS",
                         help="when another command is writing the catalog, wait up to this long for it "
                              "(default 0: exit 2 at once, naming it)")
 
@@ -106,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     ix.add_argument("--topic", help="with --rosbag: the sensor_msgs/Image or CompressedImage topic")
     ix.add_argument("--depth-topic", metavar="TOPIC", help="with --rosbag: depth images (16UC1 mm, 32FC1 m) paired "
                                                            "to the nearest colour frame within --sync-tolerance")
-    ix.add_argument("--sync-tolerance", type=float, default=None, metavar="SECONDS",
+    ix.add_argument("--sync-tolerance", type=positive, default=None, metavar="SECONDS",
                     help="with --depth-topic: the largest time difference that pairs (default 0.02)")
     ix.add_argument("--camera", metavar="KEY", help="with --lerobot: the camera feature (e.g. observation.images.top); "
                                                     "with --hdf5: the obs key (e.g. agentview_image)")
@@ -173,7 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "statistics only)")
     sc.add_argument("--fail-if-worse", metavar="SIM", help="exit 1 when another rendering is significantly farther "
                                                             "from real than this one (for CI on a renderer)")
-    sc.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
+    sc.add_argument("--n-boot", type=bounded_int(10, 100_000), default=1000,
+                    help="bootstrap replicates, 10 to 100000 (default 1000)")
     sc.add_argument("--out", required=True, help="output folder (results.json, report.html)")
     sc.add_argument("--json", help="also write results.json to this file")
     _model_options(sc, "where the models run")
@@ -210,8 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "failure_mode. Exit 1 when --max-drop is crossed.")
     ro.add_argument("file", metavar="FILE", help="rollouts log (CSV, JSONL or Parquet)")
     ro.add_argument("--ci", choices=("exact", "wilson"), default="exact", help="per-group interval (default exact)")
-    ro.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
-    ro.add_argument("--max-drop", type=float, help="gate: exit 1 when a sim-minus-real success drop exceeds this")
+    ro.add_argument("--confidence", type=finite_float(0.0, 1.0, low_open=True, high_open=True), default=0.95,
+                    help="interval level, in (0, 1) (default 0.95)")
+    ro.add_argument("--max-drop", type=finite_float(-1.0, 1.0),
+                    help="gate: exit 1 when a sim-minus-real success drop exceeds this (in [-1, 1])")
     ro.set_defaults(func=_command("rollouts"))
 
     rf = sub.add_parser("rank-fidelity", parents=[common, outputs], help="MMRV and Pearson of sim vs real success across policies",
@@ -219,22 +223,28 @@ def build_parser() -> argparse.ArgumentParser:
                                     "SimplerEnv mean maximum rank violation (MMRV: order from sim and real, violation "
                                     "size from real success), per task and averaged. FILE: rows policy, task, sim, "
                                     "real (rates; optional n_sim, n_real counts for bootstrap CIs), or a rollouts log. "
-                                    "Exit 1 when the mean Pearson is under --min-pearson.")
+                                    "Finding rank_fidelity when the mean Pearson is below 0.7 or the mean MMRV "
+                                    "above 0.1. Exit 1 when the mean Pearson is under --min-pearson.")
     rf.add_argument("file", metavar="FILE", help="rates table or rollouts log (CSV, JSONL or Parquet)")
-    rf.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates when counts are known (default 2000)")
-    rf.add_argument("--min-pearson", type=float, help="gate: exit 1 when the mean Pearson over tasks is below this")
+    rf.add_argument("--n-boot", type=bounded_int(200, 100_000), default=2000,
+                    help="bootstrap replicates when counts are known, 200 to 100000 (default 2000)")
+    rf.add_argument("--min-pearson", type=finite_float(-1.0, 1.0),
+                    help="gate: exit 1 when the mean Pearson over tasks is below this (in [-1, 1])")
     rf.set_defaults(func=_command("rank_fidelity"))
 
     la = sub.add_parser("latency", parents=[common, outputs], help="per-stage and end-to-end latency vs the control tick",
                         description="Per-tick timestamp log (one column per stage, in pipeline order): per-stage and "
                                     "end-to-end p50/p95/p99 in ms, overruns of the control tick, staleness in ticks, "
-                                    "jitter. Exit 1 when the end-to-end p95 exceeds --max-p95-ms.")
+                                    "jitter. Finding latency_unit when the logged tick interval and --fps disagree "
+                                    "tenfold or more (a wrong --unit). Exit 1 when the end-to-end p95 exceeds "
+                                    "--max-p95-ms.")
     la.add_argument("file", metavar="FILE", help="tick log (CSV, JSONL or Parquet)")
-    la.add_argument("--fps", type=float, required=True, help="control frequency in Hz (tick = 1000/fps ms)")
+    la.add_argument("--fps", type=finite_float(1e-3, 1e6), required=True,
+                    help="control frequency in Hz, 0.001 to 1e6 (tick = 1000/fps ms)")
     la.add_argument("--stages", help="stage columns in pipeline order, comma-separated (default: the columns as "
                                      "they appear, less tick/index/frame/step/episode/seq)")
     la.add_argument("--unit", choices=("s", "ms", "us", "ns"), default="s", help="timestamp unit (default s)")
-    la.add_argument("--max-p95-ms", type=float, help="gate: exit 1 when end-to-end p95 exceeds this many ms")
+    la.add_argument("--max-p95-ms", type=positive, help="gate: exit 1 when end-to-end p95 exceeds this many ms")
     la.set_defaults(func=_command("latency"))
 
     ls = sub.add_parser("sets", parents=[common], help="list the catalog's sets: domain, frames, usable, skipped, source",
@@ -282,7 +292,7 @@ def _geometry_parsers(sub: argparse._SubParsersAction, common: argparse.Argument
     pc.add_argument("--sim", required=True, help="sim set name")
     pc.add_argument("--real", required=True, help="real set name")
     pc.add_argument("--batch-size", type=int, default=32, help="frames per policy call (default 32)")
-    pc.add_argument("--max-rel-diff", type=float, metavar="R", help="gate: exit 1 when any dimension's "
+    pc.add_argument("--max-rel-diff", type=non_negative, metavar="R", help="gate: exit 1 when any dimension's "
                                                                     "|real - sim| / sim std exceeds R")
     pc.add_argument("--out", help="output folder (results.json, report.html)")
     pc.add_argument("--json", help="write the results to this JSON file")
@@ -303,7 +313,7 @@ def _geometry_parsers(sub: argparse._SubParsersAction, common: argparse.Argument
     for name, short, description, file_help, gate_flag, gate_metavar, gate_help in file_checks:
         fc = sub.add_parser(name, parents=[common], help=short, description=description)
         fc.add_argument("file", metavar="FILE", help=file_help)
-        fc.add_argument(gate_flag, type=float, metavar=gate_metavar, help=gate_help)
+        fc.add_argument(gate_flag, type=non_negative, metavar=gate_metavar, help=gate_help)
         fc.add_argument("--out", help="output folder (results.json, report.html)")
         fc.add_argument("--json", help="write the results to this JSON file")
         fc.set_defaults(func=_command(name))
