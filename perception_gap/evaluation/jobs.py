@@ -51,7 +51,12 @@ def rollouts_job(path: str | Path, *, method: str = "exact", confidence: float =
 def rank_fidelity_job(path: str | Path, *, n_boot: int = 2000, confidence: float = 0.95,
                       min_pearson: float | None = None) -> dict[str, Any]:
     """`rank-fidelity FILE`: rows of rates (`sim`, `real`) or a rollouts log (`domain`, `success`)."""
-    from perception_gap.evaluation.rank_fidelity import parse_rates, rank_fidelity, rates_from_groups
+    from perception_gap.evaluation.rank_fidelity import (
+        parse_rates,
+        rank_fidelity,
+        rank_fidelity_findings,
+        rates_from_groups,
+    )
     from perception_gap.evaluation.rollouts import analyze_rollouts, parse_rollouts
 
     cols = read_columns(path, "FILE")
@@ -64,7 +69,8 @@ def rank_fidelity_job(path: str | Path, *, n_boot: int = 2000, confidence: float
     res = rank_fidelity(rates, n_boot=n_boot, confidence=confidence)
     sec = res.to_dict()
     sec["skipped"] = skipped + sec["skipped"]
-    return _results("rank_fidelity", path, sec, [], [_gate("min_pearson", res.mean_pearson, min_pearson, False)],
+    return _results("rank_fidelity", path, sec, rank_fidelity_findings(res),
+                    [_gate("min_pearson", res.mean_pearson, min_pearson, False)],
                     {"n_boot": n_boot, "confidence": confidence})
 
 

@@ -16,6 +16,13 @@ import numpy as np
 from perception_gap.errors import InputError
 
 UNITS_TO_MS = {"s": 1e3, "ms": 1.0, "us": 1e-3, "ns": 1e-6}
+# Control rates accepted (Hz): a 1000 s tick to a 1 us one; outside, 1000 / fps is no control tick
+# (and 1e-308 Hz makes it infinite).
+FPS_RANGE = (1e-3, 1e6)
+# The median interval between ticks and the declared tick may differ this many times before the
+# declared unit (or --fps) is called into question: logging every other tick, or a loop running
+# late, stays well within.
+UNIT_MISMATCH_RATIO = 10.0
 NOT_STAGES = ("tick", "index", "frame", "step", "episode", "seq")  # counters logged beside the stamps
 
 
@@ -41,6 +48,7 @@ class LatencyResult:
         e2e_jitter_ms: standard deviation of the end-to-end latency.
         dominant_stage: the stage with the largest p95 interval.
         n_ticks: ticks measured; `skipped`: ticks left out (a stage not logged), with reasons.
+        stamp_unit: the unit the first stage's stamps were read in (`--unit`; `s` for date-times).
     """
 
     stage_order: tuple[str, ...]
@@ -56,11 +64,13 @@ class LatencyResult:
     n_ticks: int
     skipped: tuple[dict[str, Any], ...] = ()
     e2e_values: tuple[float, ...] = ()
+    stamp_unit: str = "s"
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("stages", "end_to_end", "tick_ms", "overrun_fraction", "staleness_ticks",
                                            "period", "jitter_ms", "e2e_jitter_ms", "dominant_stage", "n_ticks")}
         d["stage_order"] = list(self.stage_order)
+        d["unit"] = self.stamp_unit
         d["skipped"] = list(self.skipped)
         # the histogram's input: at most 2,000 values (evenly spaced in sorted order) keep the file small
         v = np.sort(np.asarray(self.e2e_values))
@@ -98,19 +108,30 @@ def _matrix(columns: dict[str, list[Any]], stages: list[str], unit: str) -> np.n
         dated = any(hasattr(v, "timestamp") for v in columns[s])
         scale = 1e3 if dated else UNITS_TO_MS[unit]
         try:
-            cols.append(np.array([_seconds_or_number(v) for v in columns[s]], dtype=float) * scale)
-        except (TypeError, ValueError):
+            raw = np.array([_seconds_or_number(v) for v in columns[s]], dtype=float)
+        except (TypeError, ValueError, OverflowError):
             bad = next(v for v in columns[s] if not _floatable(v))
             raise InputError(f"Stage `{s}` holds a value that is not a timestamp: {bad!r}.") from None
+        bad_rows = np.flatnonzero(np.isinf(raw) | (np.abs(raw) > MAX_STAMP_MS / scale))
+        if len(bad_rows):
+            i = int(bad_rows[0])
+            raise InputError(f"Row {i + 1}: expected stage `{s}` to be a finite timestamp within "
+                             f"{MAX_STAMP_MS / scale:g} {'s' if dated else unit} of 0, got {columns[s][i]!r}.")
+        cols.append(raw * scale)
     return np.stack(cols, axis=1)
+
+
+# Timestamps beyond 1e15 ms (31,000 years) from the epoch are no clock reading; differences of
+# such values would overflow to infinity.
+MAX_STAMP_MS = 1e15
 
 
 def _floatable(v: Any) -> bool:
     try:
         _seconds_or_number(v)
         return True
-    except (TypeError, ValueError):
-        return v is None
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 def analyze_latency(columns: dict[str, list[Any]], fps: float, *, stages: list[str] | None = None,
@@ -128,8 +149,8 @@ def analyze_latency(columns: dict[str, list[Any]], fps: float, *, stages: list[s
             backwards (within a tick, or the first stage from one tick to the next), no tick has
             every stage.
     """
-    if not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
-        raise InputError(f"Expected `--fps` > 0, got {fps}.")
+    if not (isinstance(fps, (int, float)) and math.isfinite(fps) and FPS_RANGE[0] <= fps <= FPS_RANGE[1]):
+        raise InputError(f"Expected `--fps` in [{FPS_RANGE[0]:g}, {FPS_RANGE[1]:g}] Hz, got {fps}.")
     if unit not in UNITS_TO_MS:
         raise InputError(f"Expected `--unit` in {tuple(UNITS_TO_MS)}, got {unit!r}.")
     names = stage_columns(columns, stages)
@@ -165,19 +186,46 @@ def analyze_latency(columns: dict[str, list[Any]], fps: float, *, stages: list[s
         {"p50": float(np.percentile(stale, 50)), "p95": float(np.percentile(stale, 95)), "max": float(stale.max())},
         _pct(period) if len(period) else None, float(period.std()) if len(period) > 1 else None,
         float(e2e.std()), max(per_stage, key=lambda s: per_stage[s]["p95"]), len(t), tuple(skipped),
-        tuple(float(x) for x in e2e))
+        tuple(float(x) for x in e2e),
+        "s" if any(hasattr(v, "timestamp") for v in columns[names[0]]) else unit)
+
+
+def _unit_finding(res: LatencyResult) -> list:
+    """`latency_unit` (a bug) when the median tick interval contradicts the declared tick tenfold."""
+    from perception_gap.findings import Finding
+
+    unit = res.stamp_unit
+    if res.period is None or not res.period["p50"] > 0:
+        return []
+    ratio = res.period["p50"] / res.tick_ms
+    if 1 / UNIT_MISMATCH_RATIO < ratio < UNIT_MISMATCH_RATIO:
+        return []
+    raw_period = res.period["p50"] / UNITS_TO_MS[unit]  # in the log's own numbers
+    fits = min(UNITS_TO_MS, key=lambda u: abs(math.log(raw_period * UNITS_TO_MS[u] / res.tick_ms)))
+    fps = 1000.0 / res.tick_ms
+    return [Finding(
+        "latency_unit", "bug",
+        f"Ticks are {res.period['p50']:.4g} ms apart in the log read as `{unit}`, but {fps:g} fps means a "
+        f"{res.tick_ms:.4g} ms tick ({ratio:.3g}x): every latency here is off by that factor",
+        {"unit": unit, "fps": fps, "tick_ms": res.tick_ms, "median_period_ms": res.period["p50"],
+         "period_over_tick": ratio, "unit_that_fits": fits},
+        f"Declare the timestamps' unit (`--unit {fits}` fits {fps:g} fps) or correct `--fps`; if the log "
+        "holds only every Nth tick, the ratio is N and the numbers stand.",
+        score=abs(math.log10(ratio)))]
 
 
 def latency_findings(res: LatencyResult) -> list:
-    """`latency_budget` when end-to-end p95 exceeds the tick, naming the stage that dominates."""
+    """`latency_unit` when the log's tick interval contradicts the declared unit and fps tenfold
+    or more; `latency_budget` when end-to-end p95 exceeds the tick, naming the dominant stage."""
     from perception_gap.findings import Finding
 
+    unit_findings = _unit_finding(res)
     p95 = res.end_to_end["p95"]
     if p95 <= res.tick_ms:
-        return []
+        return unit_findings
     dom = res.dominant_stage
     share = res.stages[dom]["p95"] / p95 if p95 > 0 else math.nan
-    return [Finding(
+    return unit_findings + [Finding(
         "latency_budget", "gap",
         f"End-to-end p95 latency {p95:.1f} ms exceeds the {res.tick_ms:.1f} ms control tick "
         f"({res.overrun_fraction:.0%} of ticks overrun); `{dom}` dominates (p95 {res.stages[dom]['p95']:.1f} ms)",
