@@ -18,6 +18,10 @@ from perception_gap.version import __version__
 POSE = ("x", "y", "z", "qw", "qx", "qy", "qz")
 REQUIRED = ("episode", "step", "domain", *POSE)
 TRUE, FALSE = {"1", "true", "yes", "1.0"}, {"0", "false", "no", "0.0", ""}
+# No end-effector is a thousand kilometres from its base, and a quaternion component this large
+# would overflow when squared to normalize it; steps stay exact in a float64.
+MAX_POSE_ABS = 1e6
+MAX_STEP = 2**53
 
 
 def read_rows(path: str) -> list[dict[str, Any]]:
@@ -50,17 +54,23 @@ def read_rows(path: str) -> list[dict[str, Any]]:
 
 def _row(r: dict[str, Any], i: int) -> tuple[str, int, str, list[float], bool | None]:
     where = f"row {i + 1}"
+    missing = [c for c in REQUIRED if r.get(c) is None]
+    if missing:
+        raise InputError(f"Expected columns {', '.join(REQUIRED)} at {where}; missing {', '.join(missing)}.")
     dom = str(r["domain"]).strip().lower()
     if dom not in ("sim", "real"):
         raise InputError(f"Expected `domain` sim or real at {where}, got {r['domain']!r}.")
     try:
         step = float(r["step"])
         pose = [float(r[c]) for c in POSE]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"Expected numbers for step, {', '.join(POSE)} at {where}, got "
                          f"{[r.get(c) for c in ('step', *POSE)]}.") from None
-    if not step.is_integer() or not all(math.isfinite(v) for v in pose):
-        raise InputError(f"Expected an integer step and finite pose at {where}, got step {r['step']!r}, pose {pose}.")
+    if not (math.isfinite(step) and step.is_integer() and abs(step) <= MAX_STEP):
+        raise InputError(f"Expected an integer `step` within +-2**53 at {where}, got {r['step']!r}.")
+    if not all(math.isfinite(v) and abs(v) <= MAX_POSE_ABS for v in pose):
+        raise InputError(f"Expected a finite pose (x, y, z in m; qw, qx, qy, qz) within +-{MAX_POSE_ABS:g} at "
+                         f"{where}, got {pose}.")
     c = r.get("contact")
     contact = None if c is None else str(c).strip().lower()
     if contact is not None and contact not in TRUE | FALSE:

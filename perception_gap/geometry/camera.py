@@ -21,6 +21,7 @@ from perception_gap.errors import InputError
 
 ROTATION_TOL = 1e-4  # max |R^T R - I| entry: a rotation written with 5-6 decimals passes
 MIN_DEPTH_M = 1e-6  # a point closer to the camera plane than this is behind it
+MAX_SIDE_PX = 1_000_000  # no camera's image is wider or taller
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,9 @@ def parse_camera(obj: Any, name: str) -> Camera:
     size = []
     for key in ("width", "height"):
         v = obj[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 1:
-            raise InputError(f"Expected `{name}.{key}` to be a positive integer, got {v!r}.")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) \
+                or not 1 <= v <= MAX_SIDE_PX:
+            raise InputError(f"Expected `{name}.{key}` to be an integer in [1, {MAX_SIDE_PX}] pixels, got {v!r}.")
         size.append(int(v))
     K = _matrix(obj["K"], (3, 3), f"{name}.K")
     if K[0, 0] <= 0 or K[1, 1] <= 0:
@@ -96,8 +98,11 @@ def parse_camera(obj: Any, name: str) -> Camera:
     if not np.allclose(K[1:, :], [[0, K[1, 1], K[1, 2]], [0, 0, 1]], atol=1e-9):
         raise InputError(f"Expected `{name}.K` to be upper triangular with last row [0, 0, 1], got {K.tolist()}.")
     dist = obj.get("dist") or []
-    d = np.asarray(dist, dtype=np.float64).ravel() if isinstance(dist, (list, tuple)) else None
-    if d is None or d.size not in (0, 4, 5) or not np.isfinite(d).all():
+    try:
+        d = np.asarray(dist, dtype=np.float64) if isinstance(dist, (list, tuple)) else None
+    except (TypeError, ValueError):  # nested lists of unequal lengths, text
+        d = None
+    if d is None or d.ndim != 1 or d.size not in (0, 4, 5) or not np.isfinite(d).all():
         raise InputError(f"Expected `{name}.dist` to be [k1, k2, p1, p2] or [k1, k2, p1, p2, k3] (finite), got {dist!r}.")
     d = np.concatenate([d, np.zeros(5 - d.size)])
     T = _matrix(obj["T_base_cam"], (4, 4), f"{name}.T_base_cam")

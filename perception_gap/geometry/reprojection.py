@@ -47,10 +47,14 @@ def grid_points(lo: Any, hi: Any, step: Any) -> np.ndarray:
         raise InputError(f"Expected `grid.min` and `grid.max` as [x, y, z] with min <= max, got {lo!r} and {hi!r}.")
     if s.shape != () or not math.isfinite(float(s)) or float(s) <= 0:
         raise InputError(f"Expected `grid.step` to be a positive number of metres, got {step!r}.")
-    counts = np.floor((b - a) / float(s) + 1e-9).astype(np.int64) + 1
-    if int(np.prod(counts)) > MAX_GRID_POINTS:
-        raise InputError(f"Expected at most {MAX_GRID_POINTS} grid points, got {int(np.prod(counts))} "
-                         f"({' x '.join(map(str, counts))}); use a larger `grid.step`.")
+    with np.errstate(over="ignore"):  # a span or step so extreme the count is infinite: refused below
+        per_axis = np.floor((b - a) / float(s) + 1e-9) + 1  # floats: an int64 would wrap past 2**63
+    total = float(np.prod(per_axis))
+    if not (np.isfinite(per_axis).all() and total <= MAX_GRID_POINTS):
+        shown = " x ".join(f"{c:.4g}" for c in per_axis)
+        raise InputError(f"Expected at most {MAX_GRID_POINTS} grid points, got {total:.4g} ({shown}); "
+                         "use a larger `grid.step`.")
+    counts = per_axis.astype(np.int64)
     axes = [a[i] + float(s) * np.arange(counts[i]) for i in range(3)]
     return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
 
