@@ -108,6 +108,14 @@ def run_policy(policy: Any, prep: Any, keys: list[str], sim: list[dict], real: l
     return np.concatenate(out["sim"]), np.concatenate(out["real"]), used, skipped
 
 
+def _exit_message(e: BaseException, stage: str, args: argparse.Namespace) -> str:
+    """One line for user code (the policy or --preprocess) that tried to end the process."""
+    what = f"sys.exit({e.code!r})" if isinstance(e, SystemExit) else f"raise {type(e).__name__}"
+    return (f"The user code {stage} called {what}; expected `--policy` {args.policy!r}"
+            f"{f' and `--preprocess` {args.preprocess!r}' if args.preprocess else ''} to return actions, "
+            "not to end the process. No results were written.")
+
+
 def execute(args: argparse.Namespace) -> int:
     from encoders.errors import EncoderError
     from encoders.policy import PolicyCall, import_function, load_policy
@@ -123,12 +131,19 @@ def execute(args: argparse.Namespace) -> int:
             if cat.get_set(name) is None:
                 raise InputError(f"Unknown set {name!r} for {flag} (known: {', '.join(map(repr, cat.list_sets()))}).")
         keys, sim_rows, real_rows = _pairs(cat, args.sim, args.real)
+    stage = "loading `--policy`"
     try:
         policy = PolicyCall(load_policy(args.policy), args.policy)
+        stage = "importing `--preprocess`"
         prep = import_function(args.preprocess) if args.preprocess else None
+        stage = "running the policy" + (" or `--preprocess`" if args.preprocess else "")
         a_sim, a_real, used, skipped = run_policy(policy, prep, keys, sim_rows, real_rows, args.batch_size)
     except EncoderError as e:
         raise InputError(str(e)) from None
+    except (Exception, KeyboardInterrupt):  # errors with their own message; Ctrl-C as the CLI reports it
+        raise
+    except BaseException as e:  # noqa: BLE001 - sys.exit() in user code must not end the run with exit 0
+        raise InputError(_exit_message(e, stage, args)) from None
     step_of = {k: r["step"] if r["step"] is not None else rr["step"] for k, r, rr in zip(keys, sim_rows, real_rows)}
     pc = compare_actions(a_sim, a_real, used, [step_of[k] for k in used])
     section = {"policy": args.policy, **pc.to_dict(), "skipped": skipped}
