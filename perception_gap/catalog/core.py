@@ -22,7 +22,7 @@ from perception_gap.catalog.annotations import AnnotationsMixin
 from perception_gap.catalog.baselines import BaselinesMixin
 from perception_gap.catalog.embeddings import EmbeddingsMixin
 from perception_gap.catalog.frames import FramesMixin
-from perception_gap.catalog.locking import WriterLock
+from perception_gap.catalog.locking import WriterLock, check_db_path
 from perception_gap.catalog.runs import RunsMixin
 from perception_gap.catalog.schema import DEFAULT_DB, FRAME_MIGRATIONS, SCHEMA, SCHEMA_VERSION, STATS_COLUMNS, TABLES
 from perception_gap.catalog.sets import SetsMixin
@@ -66,6 +66,7 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
         self._con: duckdb.DuckDBPyConnection | None = None
         self._depth = 0
         self._connect_wait = max(float(wait), CONNECT_WAIT_S)
+        check_db_path(self.path)  # before anything opens it or writes a lock file beside it
         if (read_only or not create) and not self.path.exists():
             raise InputError(f"Expected a catalog at `--db` {str(self.path)!r}, but the file does not exist; run `index` first.")
         _check_header(self.path)

@@ -24,11 +24,12 @@ import logging
 import os
 import re
 import shlex
+import stat
 import sys
 import time
 from pathlib import Path
 
-from perception_gap.errors import CatalogBusy, CatalogError
+from perception_gap.errors import CatalogBusy, CatalogError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,31 @@ _HELD: dict[str, list] = {}
 
 def lock_path(db: Path) -> Path:
     return db.with_name(db.name + ".lock")
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+def check_db_path(db: Path) -> None:
+    """A catalog is a regular file, or a path where one can be created.
+
+    Checked before anything opens the path or writes beside it: `--db /dev/null` would
+    otherwise leave `/dev/null.lock` behind, and opening a FIFO blocks for ever. Links are
+    followed (a link to a catalog file is one).
+
+    Raises:
+        InputError: the path exists and is a directory, a device, a FIFO or a socket.
+    """
+    try:
+        mode = os.stat(db).st_mode
+    except FileNotFoundError:
+        return  # a new catalog (or a dangling link, which creating the file reports)
+    except OSError as e:
+        raise CatalogError(f"Cannot read catalog {str(db)!r}: {e.strerror}.") from None
+    if not stat.S_ISREG(mode):
+        kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+        raise InputError(f"Expected `--db` to name a catalog file, got {str(db)!r}, which is {kind}.")
 
 
 def _holder_line() -> str:
@@ -112,6 +138,7 @@ class WriterLock:
     def __init__(self, db: Path, *, wait: float = 0.0) -> None:
         if not (wait >= 0 and wait < float("inf")):
             raise CatalogError(f"Expected `--wait` >= 0 seconds, got {wait!r}.")
+        check_db_path(db)
         self.path = lock_path(db)
         self.key = str(self.path.resolve())
         self.wait = float(wait)

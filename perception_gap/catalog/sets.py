@@ -18,9 +18,12 @@ class SetSummary:
 
     Attributes:
         name, domain, source: the set (`source` names the folder, manifest or dataset it came from).
-        frames: catalogued frames (any state).
+        frames: catalogued frames (any state), plus the extra listings of a file a manifest names
+            more than once (frames listed = rows, as `stats` counts them).
         usable: frames statistics and embeddings use (status ok, and not found unreadable).
-        skipped: frames recorded as skipped at index time or unreadable at statistics time.
+        skipped: what `stats` reports as skipped, less the missing frames: frames recorded as
+            skipped at index time, unreadable (colour or depth) at statistics time, and the
+            extra listings of a repeated file.
         missing: frames whose file vanished since an earlier index.
         tags: the set's tags.
     """
@@ -43,17 +46,23 @@ class SetsMixin:
     """Listing, dropping and renaming sets; mixed into `Catalog`, which provides `con` and `_transaction`."""
 
     def set_summaries(self) -> list[SetSummary]:
-        """Every set with its frame counts (one query), by name."""
+        """Every set with its frame counts (one query), by name; the skips counted as `stats` counts them."""
         rows = self.con.execute(
-            "SELECT s.name, s.domain, s.source, s.tags, count(f.rgb_path), "
-            "count(*) FILTER (f.status = 'ok' AND st.error IS NULL), "
-            "count(*) FILTER (f.status = 'skipped' OR (f.status = 'ok' AND st.error IS NOT NULL)), "
-            "count(*) FILTER (f.status = 'missing') "
+            "WITH rep AS (SELECT set_name, sum(repeats) AS n FROM listing_repeats GROUP BY set_name), "
+            "fr AS (SELECT s.name, s.domain, s.source, s.tags, count(f.rgb_path) AS total, "
+            "count(*) FILTER (f.status = 'ok' AND st.error IS NULL) AS ok, "
+            "count(*) FILTER (f.status = 'skipped' OR (f.status = 'ok' AND "
+            "(st.error IS NOT NULL OR ds.error IS NOT NULL))) AS skipped, "
+            "count(*) FILTER (f.status = 'missing') AS missing "
             "FROM frame_sets s LEFT JOIN frames f ON f.set_name = s.name "
             "LEFT JOIN frame_stats st ON st.content_hash = f.content_hash "
-            "GROUP BY s.name, s.domain, s.source, s.tags ORDER BY s.name").fetchall()
-        return [SetSummary(name=n, domain=d, source=src, frames=int(t), usable=int(ok), skipped=int(sk),
-                           missing=int(mi), tags=tuple(tags or ())) for n, d, src, tags, t, ok, sk, mi in rows]
+            "LEFT JOIN depth_stats ds ON ds.content_hash = f.depth_hash "
+            "GROUP BY s.name, s.domain, s.source, s.tags) "
+            "SELECT fr.*, coalesce(rep.n, 0) FROM fr LEFT JOIN rep ON rep.set_name = fr.name "
+            "ORDER BY fr.name").fetchall()
+        return [SetSummary(name=n, domain=d, source=src, frames=int(t + again), usable=int(ok),
+                           skipped=int(sk + again), missing=int(mi), tags=tuple(tags or ()))
+                for n, d, src, tags, t, ok, sk, mi, again in rows]
 
     def _require_set(self, name: str, flag: str) -> None:
         if self.con.execute("SELECT 1 FROM frame_sets WHERE name = ?", [name]).fetchone() is None:

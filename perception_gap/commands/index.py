@@ -37,7 +37,8 @@ def execute(args: argparse.Namespace) -> int:
                                       ("--proprio", args.proprio, "--hdf5", args.hdf5),
                                       ("--depth-topic", args.depth_topic, "--rosbag", args.rosbag),
                                       ("--depth-camera", args.depth_camera, "--lerobot", args.lerobot),
-                                      ("--sync-tolerance", args.sync_tolerance, "--depth-topic", args.depth_topic)):
+                                      ("--sync-tolerance", args.sync_tolerance, "--depth-topic", args.depth_topic),
+                                      ("--pair-regex", args.pair_regex, "a folder PATH", args.path)):
         if value is not None and given is None:
             return fail(f"index: {flag} goes with {owner}.")
     progress, close = progress_bar(args, "index")
@@ -47,7 +48,8 @@ def execute(args: argparse.Namespace) -> int:
                 reports = [_index_container_source(cat, args, tags, progress)]
             elif args.manifest is not None:
                 reports = index_manifest(cat, Path(args.manifest), root=None if args.root is None else Path(args.root),
-                                         tags=tags, workers=args.workers, progress=progress)
+                                         tags=tags, workers=args.workers, progress=progress, set_name=args.set,
+                                         domain=args.domain)
             else:
                 reports = [index_folder(cat, Path(args.path), args.set, args.domain, pair_regex=args.pair_regex,
                                         depth_unit=args.depth_unit, tags=tags, workers=args.workers, progress=progress)]

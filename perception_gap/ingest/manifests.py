@@ -146,22 +146,39 @@ def _vector(row: dict[str, Any], name: str) -> list[float] | None:
     return [_number(v, k) for k, v in zip(keys, vals)]
 
 
-def read_manifest(path: Path, *, root: Path | None = None) -> dict[tuple[str, str], list[FrameEntry]]:
+def _cell_or_flag(row: dict[str, Any], column: str, flag_value: str | None, where: str) -> str:
+    """A row's `set` or `domain`: the manifest's cell decides; the flag fills an empty or absent one
+    and must not contradict a given one (a silently ignored flag would index under another name)."""
+    cell = str(row.get(column) or "").strip()
+    if flag_value is None or not cell:
+        return cell or (flag_value or "")
+    if cell != flag_value:
+        raise InputError(f"{where}: the manifest's `{column}` column says {cell!r} but `--{column}` says "
+                         f"{flag_value!r}; the manifest's column decides: drop `--{column}`, or fix the row.")
+    return cell
+
+
+def read_manifest(path: Path, *, root: Path | None = None, set_name: str | None = None,
+                  domain: str | None = None) -> dict[tuple[str, str], list[FrameEntry]]:
     """Parse a manifest into frame entries per (set, domain).
 
     Args:
         path: the manifest file.
         root: the folder relative `rgb` and `depth` paths start from (default: the manifest's).
+        set_name, domain: `--set` and `--domain`: the set and domain of rows whose manifest
+            leaves them out (no such column, or an empty cell). A row that names another set or
+            domain is refused.
 
     Raises:
-        InputError: unreadable file, a missing required column, a bad domain, or a set named
-            with both domains.
+        InputError: unreadable file, a missing required column, a bad domain, a set named with
+            both domains, or a row contradicting `set_name` or `domain`.
     """
     rows = _read_manifest_rows(path)
     if not rows:
         raise InputError(f"Manifest {str(path)!r} has no rows.")
     columns = set().union(*(r.keys() for r in rows))
-    missing = [c for c in MANIFEST_REQUIRED if c not in columns]
+    given = {"set": set_name, "domain": domain}
+    missing = [c for c in MANIFEST_REQUIRED if c not in columns and given.get(c) is None]
     if missing:
         raise InputError(f"Manifest {str(path)!r} is missing required column(s) {', '.join(missing)} (has: {', '.join(sorted(map(str, columns)))}).")
     known = set(MANIFEST_REQUIRED) | set(MANIFEST_OPTIONAL)
@@ -174,14 +191,16 @@ def read_manifest(path: Path, *, root: Path | None = None) -> dict[tuple[str, st
     domains: dict[str, str] = {}
     out: dict[tuple[str, str], list[FrameEntry]] = {}
     for i, row in enumerate(rows, 2 if path.suffix.lower() == ".csv" else 1):
-        set_name = str(row.get("set") or "").strip()
-        domain = str(row.get("domain") or "").strip()
-        if not set_name:
-            raise InputError(f"Manifest {str(path)!r} row {i}: empty `set`.")
-        if domain not in DOMAINS:
-            raise InputError(f"Manifest {str(path)!r} row {i}: expected `domain` in {DOMAINS}, got {domain!r}.")
-        if domains.setdefault(set_name, domain) != domain:
-            raise InputError(f"Manifest {str(path)!r} names set {set_name!r} as both domains ({domains[set_name]!r} and {domain!r}).")
+        where = f"Manifest {str(path)!r} row {i}"
+        row_set = _cell_or_flag(row, "set", set_name, where)
+        row_domain = _cell_or_flag(row, "domain", domain, where)
+        if not row_set:
+            raise InputError(f"{where}: empty `set`.")
+        if row_domain not in DOMAINS:
+            raise InputError(f"{where}: expected `domain` in {DOMAINS}, got {row_domain!r}.")
+        if domains.setdefault(row_set, row_domain) != row_domain:
+            raise InputError(f"Manifest {str(path)!r} names set {row_set!r} as both domains "
+                             f"({domains[row_set]!r} and {row_domain!r}).")
         entry = FrameEntry(rgb_path=base, pair_key=None)
         rgb = str(row.get("rgb") or "").strip()
         entry.rgb_path = _resolve(base, rgb) if rgb else base / f"<row {i}: empty rgb>"
@@ -206,7 +225,7 @@ def read_manifest(path: Path, *, root: Path | None = None) -> dict[tuple[str, st
         depth = row.get("depth")
         if depth not in (None, ""):
             entry.depth_path = _resolve(base, str(depth).strip())
-        out.setdefault((set_name, domain), []).append(entry)
+        out.setdefault((row_set, row_domain), []).append(entry)
     return out
 
 
@@ -227,9 +246,13 @@ def _resolve(base: Path, name: str) -> Path:
 
 
 def index_manifest(catalog: Catalog, manifest: Path, *, root: Path | None = None, tags: list[str] | None = None,
-                   workers: int | None = None, progress: Progress | None = None) -> list[IndexReport]:
-    """Catalogue every set a manifest names (relative paths start at `root`, default the manifest's folder)."""
-    groups = read_manifest(manifest, root=root)
+                   workers: int | None = None, progress: Progress | None = None, set_name: str | None = None,
+                   domain: str | None = None) -> list[IndexReport]:
+    """Catalogue every set a manifest names (relative paths start at `root`, default the manifest's folder).
+
+    `set_name` and `domain` fill rows the manifest leaves without them (see `read_manifest`).
+    """
+    groups = read_manifest(manifest, root=root, set_name=set_name, domain=domain)
     base = manifest_root(manifest, root)
     for set_name, domain in groups:
         existing = catalog.get_set(set_name)
