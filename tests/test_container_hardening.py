@@ -183,6 +183,7 @@ def test_hdf5_grey_cameras_loops_bad_groups_text_actions_and_huge_frames(tmp_pat
         d.create_dataset("demo_3/actions", data=np.array([b"a", b"b", b"c"]))
         d.create_dataset(f"demo_4/obs/{KEY}", shape=(2, 30000, 30000), dtype=np.uint8)  # declared, never written
         d.create_dataset("demo_5/obs", data=np.zeros(3))  # obs is not a group
+        d.create_dataset(f"demo_7/obs/{KEY}", shape=(20_000_000, 1, 1), dtype=np.uint8)  # declared, never written
         g = d.create_group("demo_6/obs")
         g["link"] = h5py.SoftLink("/data/demo_0/obs")
         g[KEY] = h5py.SoftLink(f"/data/demo_6/obs/link/{KEY}")  # soft links inside the file are followed
@@ -191,8 +192,9 @@ def test_hdf5_grey_cameras_loops_bad_groups_text_actions_and_huge_frames(tmp_pat
     with deadline(60):
         code, out, err = run(["index", "--hdf5", h5, "--set", "a", *args], capsys)
     assert code == 0, err
-    assert "6 usable, 5 skipped" in out, out
+    assert "6 usable, 6 skipped" in out, out
     assert "soft links loop" in out and "not numbers" in out and "too large" in out and "not a group" in out
+    assert "declares 20000000 frames" in out
     assert run(["index", "--hdf5", h5, "--set", "b", *args], capsys)[0] == 0
     code, out, err = run(["stats", "--sim", "a", "--real", "b", "--db", db], capsys)
     assert code in (0, 1) and "Traceback" not in err and "pairs: 6 matched" in out, out + err

@@ -35,7 +35,7 @@ import numpy as np
 from PIL import Image
 
 from perception_gap.errors import FrameError
-from perception_gap.ingest.frames import Header, array_layout, decode_rgb, open_regular
+from perception_gap.ingest.frames import MAX_PIXELS, Header, array_layout, decode_rgb, open_regular
 from perception_gap.ingest.hdf5_links import local_dataset
 from perception_gap.ingest.threads import configure_decoder, rgb24_options
 
@@ -187,8 +187,8 @@ def probe_video(path: Path) -> VideoInfo:
         raise FrameError(f"not a readable video (truncated or corrupt?): {_reason(e)}") from None
     if not pts:
         raise FrameError("the video stream holds no frame")
-    if w <= 0 or h <= 0:
-        raise FrameError(f"video stream of size {w}x{h}")
+    if w <= 0 or h <= 0 or w * h > MAX_PIXELS:
+        raise FrameError(f"video stream of size {w}x{h}" + (f" (more than {MAX_PIXELS} pixels)" if w * h > 0 else ""))
     return VideoInfo(width=w, height=h, codec=codec, timestamps=np.sort(np.asarray(pts, np.float64) * float(tb)))
 
 

@@ -40,6 +40,8 @@ ACTIONS = "actions"
 PROPRIO_MARK = "?proprio="
 _DEMO = re.compile(r"demo_(\d+)")
 MAX_ROW_VALUES = 1 << 16  # action or proprio values a row: more is not a robot's vector
+MAX_VALUES = 1 << 26  # action or proprio values of one demo read at once (512 MiB as float64)
+MAX_FRAMES = 10_000_000  # frames of one camera dataset: a declared shape beyond it is no recording
 
 
 def _natural(name: str) -> tuple[int, str]:
@@ -146,8 +148,9 @@ def _rows(f: Any, path: str, n: int) -> np.ndarray:
     if len(ds.shape) == 0 or ds.shape[0] != n:
         raise FrameError(f"{path} has shape {ds.shape}, not {n} rows (one per frame)")
     width = int(np.prod(ds.shape[1:], dtype=np.int64)) if len(ds.shape) > 1 else 1
-    if width > MAX_ROW_VALUES:
-        raise FrameError(f"{path} has {width} values a row (at most {MAX_ROW_VALUES})")
+    if width > MAX_ROW_VALUES or width * n > MAX_VALUES:
+        raise FrameError(f"{path} has {width} values a row for {n} rows (at most {MAX_ROW_VALUES} a row and "
+                         f"{MAX_VALUES} in all)")
     try:
         return np.asarray(ds[()], np.float64).reshape(n, -1)
     except (OSError, ValueError, TypeError) as e:
@@ -176,6 +179,8 @@ def _demo_entries(path: Path, f: Any, file: ContainerFile, demo: str, g: Any, ca
         ds = local_dataset(f, member[len(HDF5_PREFIX):])
         header = camera_header(tuple(ds.shape), ds.dtype)
         n = int(ds.shape[0])
+        if n > MAX_FRAMES:
+            raise FrameError(f"{member[len(HDF5_PREFIX):]} declares {n} frames (at most {MAX_FRAMES})")
         act = _rows(f, f"data/{demo}/{ACTIONS}", n) if _has(g, ACTIONS) else None
         state = [_rows(f, f"data/{demo}/obs/{k}", n) for k in proprio]
     except FrameError as e:
@@ -221,6 +226,10 @@ def index_hdf5(catalog: Catalog, path: Path, camera: str, set_name: str, domain:
     """Catalogue one camera of a robomimic-layout HDF5 file as one set (see `scan_hdf5`)."""
     validate_set_name(set_name)
     validate_domain(domain)
+    for flag, key in [("--camera", camera)] + [("--proprio", k) for k in proprio or []]:
+        if "#" in key or "?" in key or (flag == "--proprio" and "," in key):
+            raise InputError(f"Expected `{flag}` without '#', '?' or ',' (they delimit the set's recorded source), "
+                             f"got {key!r}.")
     entries = scan_hdf5(path, camera, proprio=proprio)
     root = Path(os.path.abspath(path))
     return index_entries(catalog, set_name, domain, entries, source=hdf5_source(root, camera, proprio), tags=tags,
