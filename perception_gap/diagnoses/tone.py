@@ -6,8 +6,10 @@ Tone curve. An exposure change multiplies linear light by a gain: every quantile
 log-luminance moves by the same amount (slope 1 between the two sides' log-quantiles). A different
 transfer curve (the sRGB encode missing, so linear light is stored as 8-bit; the encode applied
 twice; another gamma) raises linear light to a power: the log-quantiles stretch or squeeze
-(slope = the exponent, ~2.2 for a missing encode, ~0.45 for a double one). Paired, the slope is
-fitted per pair on the quantiles of its two thumbnails; unpaired, the spread of log-luminance
+(slope = the exponent, 2.2 or 0.45 for a pure power; a missing encode fits ~1.5-1.7 on real frames,
+a double one ~0.5, as the sRGB curve is no pure power). Paired, the slope is fitted per pair on the
+quantiles of its two thumbnails, and the reading names a missing or doubled encode when the pairs'
+quantiles follow that exact mapping (`ENCODE_RESIDUAL`); unpaired, the spread of log-luminance
 (inter-quartile range) of each frame is compared between the sets. Quantiles near clipping
 (highlights over `TONE_CLIP`) are left out, so a bright exposure that clips stays `brightness`.
 
@@ -34,6 +36,11 @@ TONE_FLOOR = 0.02
 # Exponent (slope of log-quantiles, sim against real) named from this far off 1, either way.
 TONE_SLOPE = {"pairs": 1.3, "distribution": 1.5}
 TONE_MIN_POINTS = 4
+# Paired, a quantile mapping within this median |log2| distance of a missing sRGB encode (sim stores
+# real's linear light) or a doubled one is read as that fault. The sRGB decode is not a pure power:
+# its toe flattens the dark end, so a missing encode fits an exponent of only ~1.5-1.7 on real
+# frames (the mid-tone quantiles sit on the toe once decoded), below the 2.2 the exponent suggests.
+ENCODE_RESIDUAL = 0.2
 
 # Vignetting: corner minus centre in stops (log2), sim minus real.
 VIGNETTE_STOPS = {"pairs": 0.3, "distribution": 0.5}
@@ -61,6 +68,18 @@ def _slopes(ls: np.ndarray, lr: np.ndarray, ok: np.ndarray) -> np.ndarray:
     return out
 
 
+def _encode_residuals(ts: np.ndarray, tr: np.ndarray, ok: np.ndarray) -> dict[str, float]:
+    """Median |log2| distance of the pairs' encoded quantiles from a missing sRGB encode (sim's value is
+    real's linear light) and from a doubled one (sim's linear light is real's value); {} without usable points."""
+    if not ok.any():
+        return {}
+    qs = np.nanquantile(ts.reshape(len(ts), -1), TONE_QUANTILES, axis=1).T
+    qr = np.nanquantile(tr.reshape(len(tr), -1), TONE_QUANTILES, axis=1).T
+    lg = lambda v: np.log2(np.maximum(v, _LIN_FLOOR))  # noqa: E731
+    return {"missing_encode_residual_log2": float(np.median(np.abs(lg(qs) - lg(linear(qr)))[ok])),
+            "double_encode_residual_log2": float(np.median(np.abs(lg(linear(qs)) - lg(qr))[ok]))}
+
+
 def _spread(t: np.ndarray) -> np.ndarray:
     """Per frame, the inter-quartile range of log2 linear luminance (unclipped thumbnail pixels)."""
     out = np.full(len(t), np.nan)
@@ -82,13 +101,17 @@ def check_tone_curve(ctx: Context) -> Finding | None:
         ls, oks = _log_quantiles(al[1])
         lr, okr = _log_quantiles(al[2])
         slopes = _slopes(ls, lr, oks & okr)
+        fits = _encode_residuals(al[1], al[2], oks & okr)
         slopes = slopes[np.isfinite(slopes) & (slopes > 0)]
         if slopes.size < 3:
             return None
         lg = np.log2(slopes)
         slope = 2.0 ** float(np.median(lg))
         clear = excludes_zero(median_ci(lg))
-        extra = {"per_pair_exponent_iqr": nums([2 ** np.percentile(lg, 25), 2 ** np.percentile(lg, 75)], 3)}
+        extra = {"per_pair_exponent_iqr": nums([2 ** np.percentile(lg, 25), 2 ** np.percentile(lg, 75)], 3),
+                 **{k: num(v, 3) for k, v in fits.items()}}
+        missing = fits.get("missing_encode_residual_log2", math.inf) <= ENCODE_RESIDUAL
+        double = fits.get("double_encode_residual_log2", math.inf) <= ENCODE_RESIDUAL
     else:
         basis, n_pairs = "distribution", 0
         fs, fr = ctx.images("sim"), ctx.images("real")
@@ -103,15 +126,16 @@ def check_tone_curve(ctx: Context) -> Finding | None:
         clear = dist_clear(np.log2(ss), np.log2(sr), math.log2(TONE_SLOPE[basis]))
         extra = {"sim_log2_luminance_iqr": num(float(np.median(ss)), 3),
                  "real_log2_luminance_iqr": num(float(np.median(sr)), 3)}
+        missing, double = slope > 1.7, slope < 0.6
     if not clear or abs(math.log(slope)) < math.log(TONE_SLOPE[basis]):
         return None
     ev = basis_evidence(basis, n_pairs, ctx)
     ev.update({"exponent_sim_over_real": num(slope, 3), "threshold": TONE_SLOPE[basis], **extra})
     if slope > 1:
-        cause = ("sim frames look like linear light stored without the sRGB encode" if slope > 1.7
+        cause = ("sim frames look like linear light stored without the sRGB encode" if missing
                  else "sim has more contrast in the mid-tones (a steeper curve or a tone mapper)")
     else:
-        cause = ("sim frames look sRGB-encoded twice" if slope < 0.6
+        cause = ("sim frames look sRGB-encoded twice" if double
                  else "sim has flatter mid-tones (a gentler curve or a tone mapper)")
     ev["reading"] = cause
     title = (f"The transfer curve differs: sim luminance goes as real luminance to the power {slope:.2f} "

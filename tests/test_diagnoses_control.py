@@ -1,0 +1,151 @@
+"""Control-vector diagnoses (`control_dims`, `control_scale`, `control_sign`), `pair_sync` keyed by a
+manifest's episode and step, and `unexplained_gap`, end to end through the CLI.
+
+Frames are real (PASCAL VOC JPEGs from `../shared/data`, 160x120) and identical on both sides
+unless a test changes them, so that the only difference is the one injected; proprio and action
+vectors go through a JSONL manifest, as a pipeline writes them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+try:
+    import diagnosis_cases as D
+    import faults as F
+except ImportError:  # tests/ imported as a package
+    from tests import diagnosis_cases as D
+    from tests import faults as F
+
+N = 10  # pairs per case
+
+
+@pytest.fixture(scope="module")
+def frames(shared_data: Path) -> list[np.ndarray]:
+    src = D.voc_sources(shared_data)
+    if len(src) < D.N_FRAMES:
+        pytest.skip(f"need {D.N_FRAMES} VOC frames under {shared_data}")
+    return D.load_frames(src)
+
+
+def _trajectory(n: int, seed: int = 0) -> np.ndarray:
+    """(n, 8): 7 joint angles (radians, a smooth random walk) and a gripper opening in [0.5, 1]."""
+    rng = np.random.default_rng(seed)
+    return np.concatenate([F.joint_trajectory(rng, n), rng.uniform(0.5, 1.0, (n, 1))], axis=1)
+
+
+def _rows(tmp: Path, frames: list[np.ndarray], sim_vec: np.ndarray | None, real_vec: np.ndarray | None,
+          field: str = "proprio", *, sim_keys=None, real_keys=None, real_frames=None) -> list[dict]:
+    """Manifest rows: frame i of each side with its `field` vector (row i), keys shared unless given."""
+    rows = []
+    for domain, fr, vec, keys in (("sim", frames, sim_vec, sim_keys), ("real", real_frames or frames, real_vec,
+                                                                            real_keys)):
+        keys = keys or [f"f{i:03d}" for i in range(len(fr))]
+        for i, (key, a) in enumerate(zip(keys, fr)):
+            path = D.save_png(tmp / domain / f"{key}.png", a)
+            row = {"set": domain[0], "domain": domain, "rgb": str(path.relative_to(tmp)), "pair_key": key}
+            if vec is not None:
+                row[field] = json.dumps([round(float(v), 6) for v in vec[i]])
+            rows.append(row)
+    return rows
+
+
+def _only_control(res: dict) -> None:
+    """The frames are identical: nothing about appearance may be named beside the control findings."""
+    assert D.named(res) <= {"control_dims", "control_scale", "control_sign"}, D.codes(res)
+
+
+# --- control vectors ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("basis", ["paired", "unpaired"])
+def test_proprio_dims_differ(frames, tmp_path, basis):
+    traj = _trajectory(2 * N)
+    if basis == "paired":
+        rows = _rows(tmp_path, frames[:N], traj[:N, :3], traj[:N, :7])
+    else:
+        rows = _rows(tmp_path, frames[:N], traj[:N, :3], traj[N:, :7], real_frames=frames[N:2 * N],
+                     sim_keys=[f"s{i}" for i in range(N)], real_keys=[f"r{i}" for i in range(N)])
+    res = D.run_manifest(tmp_path, rows)
+    ev = D.first(res, "control_dims", "bug")
+    assert (ev["field"], ev["sim_dims"], ev["real_dims"]) == ("proprio", 3, 7), ev
+    if basis == "paired":
+        _only_control(res)
+
+
+def test_action_scaled_on_three_dims(frames, tmp_path):
+    """Real actions of dims 0-2 in units 10x sim's (e.g. cm vs decimetres, or a [-1, 1] normalization)."""
+    act = _trajectory(N, seed=1)
+    real = act.copy()
+    real[:, :3] *= 10.0
+    res = D.run_manifest(tmp_path, _rows(tmp_path, frames[:N], act, real, field="action"))
+    ev = D.first(res, "control_scale", "bug")
+    assert ev["field"] == "action" and ev["dims"] == [0, 1, 2], ev
+    assert ev["scales"] == pytest.approx([0.1] * 3, rel=0.02), ev
+    ratios = ev["ratio_sim_over_real"]
+    assert ratios[:3] == pytest.approx([0.1] * 3, rel=0.02) and ratios[3:] == pytest.approx([1.0] * 5, rel=0.02), ev
+    assert "control_sign" not in D.named(res)
+    _only_control(res)
+
+
+def test_gripper_sign_flipped(frames, tmp_path):
+    traj = _trajectory(N, seed=2)
+    real = traj.copy()
+    real[:, 7] *= -1.0
+    res = D.run_manifest(tmp_path, _rows(tmp_path, frames[:N], traj, real))
+    ev = D.first(res, "control_sign", "bug")
+    assert ev["field"] == "proprio" and ev["dims"] == [7], ev
+    assert ev["ratio_sim_over_real"][7] == pytest.approx(-1.0, rel=0.02), ev
+    assert "control_scale" not in D.named(res)
+    _only_control(res)
+
+
+def test_same_control_vectors_are_quiet(frames, tmp_path):
+    traj = _trajectory(N, seed=3)
+    rows = _rows(tmp_path, frames[:N], traj, traj + np.random.default_rng(4).normal(0, 0.005, traj.shape))
+    res = D.run_manifest(tmp_path, rows)
+    D.assert_quiet(res)
+
+
+# --- pair sync through a manifest's episode and step -------------------------------------------------
+
+def test_pair_sync_from_manifest_episode_and_step(frames, tmp_path):
+    """Two episodes, each a sequence of different views; pair keys carry no order, the manifest's
+    `episode` / `step` do. Real step k holds the view of step k + 1 (keyed one step early)."""
+    steps, rows = 6, []
+    for domain, shift in (("sim", 0), ("real", 1)):
+        for e in range(2):
+            for k in range(steps):
+                view = e * (steps + 1) + k + shift
+                path = D.save_png(tmp_path / domain / f"ep{e}_{k}.png", frames[view])
+                rows.append({"set": domain[0], "domain": domain, "rgb": str(path.relative_to(tmp_path)),
+                             "pair_key": f"take{e}-{'abcdef'[k]}", "episode": f"ep{e}", "step": k})
+    res = D.run_manifest(tmp_path, rows)
+    ev = D.first(res, "pair_sync", "bug")
+    # sim step k shows the view real holds at step k - 1: its match is one step earlier
+    assert ev["offset_steps"] == -1, ev
+    assert ev["pairs_at_offset"] == 2 * (steps - 1), ev
+
+
+# --- unexplained gap -------------------------------------------------------------------------------------
+
+def test_local_difference_is_unexplained_gap(frames, tmp_path):
+    """A dark object on the real side's left edge (a robot arm or fixture missing in sim): no named
+    code fits; the finding says where it is and that sim is brighter there."""
+    def with_object(a):
+        b = a.copy()
+        b[45:85, 4:52] = (28, 30, 34)
+        return b
+    res = D.run_folders(tmp_path, *D.paired(frames, real_fn=with_object, n=16))
+    ev = D.first(res, "unexplained_gap", "gap")
+    assert ev["where"] == "left edge", ev
+    assert ev["mean_diff_in_area"] > 0, ev
+    # the object covers 40 x 48 of 120 x 160 pixels (10%)
+    assert 0.05 <= ev["area_share"] <= 0.15, ev
+    assert D.named(res) == {"unexplained_gap"}, D.codes(res)
+    diff = np.asarray(res["maps"]["paired"]["mean_signed_diff"])
+    assert diff[13:20, 2:8].min() > 0.02, diff  # inside the object (thumbnail rows 12-22, columns 1-10)
+    assert np.abs(diff[13:20, 24:30]).max() < 1e-3, diff  # the same place on the right: untouched

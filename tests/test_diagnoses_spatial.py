@@ -1,0 +1,291 @@
+"""The spatial, transfer-curve, format and depth-convention diagnoses, end to end through the CLI.
+
+Each test writes real frames (PASCAL VOC JPEGs from `../shared/data`, resized to 160x120) with
+one known fault into temporary folders, runs `index` and `stats --json` through `cli.main`, and
+checks that the fault's code is named first, with its severity and its evidence matching the
+injected truth. Negative controls check what must stay quiet or keep its own name: an exposure
+change is `brightness`, never `tone_curve`; a resize is never `field_of_view`; identical frames, a
+lossless re-encode and a clean unpaired split name no bug and no gap. The control-vector codes and
+`unexplained_gap` are in tests/test_diagnoses_control.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+try:
+    import diagnosis_cases as D
+except ImportError:  # tests/ imported as a package
+    from tests import diagnosis_cases as D
+
+
+@pytest.fixture(scope="module")
+def frames(shared_data: Path) -> list[np.ndarray]:
+    """`D.N_FRAMES` real RGB frames (uint8, 120 x 160 x 3), read and resized once for the module."""
+    src = D.voc_sources(shared_data)
+    if len(src) < D.N_FRAMES:
+        pytest.skip(f"need {D.N_FRAMES} VOC frames under {shared_data}")
+    return D.load_frames(src)
+
+
+# --- tone curve ------------------------------------------------------------------------------------
+
+def test_missing_srgb_encode_is_tone_curve(frames, tmp_path):
+    res = D.run_folders(tmp_path, *D.paired(frames, sim_fn=D.missing_encode))
+    ev = D.first(res, "tone_curve", "bug")
+    # The sRGB decode is a power of ~2.2 only in the mid-tones; its toe pulls the fitted exponent of
+    # a missing encode on real frames to ~1.5-1.7. The reading must still name the missing encode.
+    assert 1.4 < ev["exponent_sim_over_real"] < 2.6, ev
+    assert "without the sRGB encode" in ev["reading"], ev
+    assert ev["missing_encode_residual_log2"] < ev["double_encode_residual_log2"], ev
+    assert not {"brightness", "white_balance"} & D.named(res), D.codes(res)
+
+
+def test_double_srgb_encode_is_tone_curve(frames, tmp_path):
+    res = D.run_folders(tmp_path, *D.paired(frames, sim_fn=D.double_encode))
+    ev = D.first(res, "tone_curve", "bug")
+    assert ev["exponent_sim_over_real"] < 0.6, ev
+    assert "encoded twice" in ev["reading"], ev
+    assert "brightness" not in D.named(res), D.codes(res)
+
+
+def test_power_curve_is_tone_curve_but_not_read_as_an_encode(frames, tmp_path):
+    """Sim linear light to the power 1.5 (a tone mapper's contrast): a curve, not a missing encode."""
+    res = D.run_folders(tmp_path, *D.paired(frames, sim_fn=lambda a: D.to_srgb8(D.to_linear(a) ** 1.5)))
+    ev = D.first(res, "tone_curve", "bug")
+    assert ev["exponent_sim_over_real"] == pytest.approx(1.5, rel=0.12), ev
+    assert "without the sRGB encode" not in ev["reading"], ev
+
+
+@pytest.mark.parametrize(("basis", "stops"), [("paired", 1.5), ("paired", -1.0), ("unpaired", -2.0)])
+def test_exposure_change_is_brightness_never_tone_curve(frames, tmp_path, basis, stops):
+    split = D.paired if basis == "paired" else D.unpaired
+    res = D.run_folders(tmp_path, *split(frames, real_fn=lambda a: D.expose(a, stops)))
+    ev = D.first(res, "brightness", "gap")
+    if stops < 0:
+        assert ev["stops_sim_minus_real"] == pytest.approx(-stops, abs=0.3 if basis == "paired" else 0.8), ev
+    else:  # clipped highlights gain less than 2**stops: the mean luminance rises by less
+        assert -stops - 0.3 < ev["stops_sim_minus_real"] < -0.5, ev
+    assert "tone_curve" not in D.named(res), D.codes(res)
+    if basis == "paired":  # the difference map (sim minus real) moves against real's exposure, everywhere
+        diff = np.asarray(res["maps"]["paired"]["mean_signed_diff"])
+        assert diff.shape == (32, 32)
+        assert np.sign(diff.mean()) == -np.sign(stops)
+        assert (np.sign(diff) == -np.sign(stops)).mean() > 0.9
+
+
+# --- orientation, field of view ------------------------------------------------------------------
+
+TURNS = {
+    "flip_vertical": lambda a: a[::-1],
+    "flip_horizontal": lambda a: a[:, ::-1],
+    "rotate_180": lambda a: a[::-1, ::-1],
+}
+
+
+@pytest.mark.parametrize("turn", list(TURNS))
+def test_orientation_paired(frames, tmp_path, turn):
+    res = D.run_folders(tmp_path, *D.paired(frames, sim_fn=lambda a: np.ascontiguousarray(TURNS[turn](a))))
+    ev = D.first(res, "orientation", "bug")
+    assert ev["transform"] == turn, ev
+    assert ev["share"] >= 0.75, ev
+    assert ev["ncc_turned_median"] > ev["ncc_as_is_median"] + 0.3, ev
+    assert res["maps"]["orientation_applied"] == turn
+    # once turned back, the pairs are the same frames: nothing else to name
+    assert D.named(res) == {"orientation"}, D.codes(res)
+
+
+@pytest.mark.parametrize("factor", [1.25, 0.8])
+def test_field_of_view_zoom(frames, tmp_path, factor):
+    if factor > 1:  # sim zoomed in
+        sim, real = D.paired(frames, sim_fn=lambda a: D.zoom(a, factor))
+    else:  # real zoomed in by 1/factor: sim shows the scene `factor` times as large
+        sim, real = D.paired(frames, real_fn=lambda a: D.zoom(a, 1 / factor))
+    res = D.run_folders(tmp_path, sim, real)
+    ev = D.first(res, "field_of_view", "bug")
+    assert ev["zoom_sim_over_real"] == pytest.approx(factor, rel=0.05), ev
+    assert not {"resize_filter", "compression", "sharpness", "resolution"} & D.named(res), D.codes(res)
+
+
+def test_resolution_change_is_never_field_of_view(frames, tmp_path):
+    """Real frames at twice the resolution of the same views: `resolution`, not a zoom."""
+    sim, real = D.paired(frames)
+    real = {k: np.asarray(Image.fromarray(a).resize((2 * D.W, 2 * D.H), Image.BICUBIC)) for k, a in real.items()}
+    res = D.run_folders(tmp_path, sim, real)
+    D.first(res, "resolution", "bug")
+    assert "field_of_view" not in D.named(res), D.codes(res)
+
+
+def test_different_resize_chains_are_never_field_of_view(shared_data, tmp_path):
+    """The same views downscaled to 160x120 two ways (sim straight from the original, real through
+    320x240): resampled differently, same field of view."""
+    src = D.voc_sources(shared_data, 10)
+    sim = {f"f{i:03d}": a for i, a in enumerate(D.load_frames(src))}
+    real = {f"f{i:03d}": np.asarray(Image.fromarray(a).resize((D.W, D.H), Image.BILINEAR))
+            for i, a in enumerate(D.load_frames(src, (2 * D.W, 2 * D.H)))}
+    res = D.run_folders(tmp_path, sim, real)
+    assert "field_of_view" not in D.named(res), D.codes(res)
+    assert not [c for c in D.codes(res) if c[1] == "bug"], D.codes(res)
+
+
+def test_half_resolution_render_is_never_field_of_view(frames, tmp_path):
+    """Sim rendered at half size and upscaled against full-resolution real: softer, same view."""
+    def round_trip(a):
+        small = Image.fromarray(a).resize((D.W // 2, D.H // 2), Image.BILINEAR)
+        return np.asarray(small.resize((D.W, D.H), Image.BILINEAR))
+    res = D.run_folders(tmp_path, *D.paired(frames, sim_fn=round_trip))
+    assert res["findings"], "a half-resolution render names nothing"
+    assert "field_of_view" not in D.named(res), D.codes(res)
+
+
+# --- pair sync -------------------------------------------------------------------------------------
+
+def _pan(src: Path, moments: int, step_px: int) -> list[np.ndarray]:
+    """A camera panning across one real image: `moments` W x H windows of it, `step_px` apart."""
+    im = np.asarray(Image.open(src).convert("RGB").resize((2 * D.W, 2 * D.H), Image.LANCZOS))
+    top = D.H // 2
+    return [np.ascontiguousarray(im[top:top + D.H, step_px * k:step_px * k + D.W]) for k in range(moments)]
+
+
+@pytest.mark.parametrize("lag", [1, -1])
+def test_pair_sync_one_step_off(shared_data, tmp_path, lag):
+    """Three episodes of a panning camera; real frames keyed `lag` steps late (real step k shows moment
+    k - lag), so each sim frame matches the real frame `lag` steps later in its episode."""
+    steps = 6
+    sim, real = {}, {}
+    for e, src in enumerate(D.voc_sources(shared_data, 3)):
+        moments = _pan(src, steps + 2, step_px=12)  # moments -1 .. steps
+        for k in range(steps):
+            sim[f"ep{e}/{k:03d}"] = moments[k + 1]
+            real[f"ep{e}/{k:03d}"] = moments[k + 1 - lag]
+    res = D.run_folders(tmp_path, sim, real)
+    ev = D.first(res, "pair_sync", "bug")
+    assert ev["offset_steps"] == lag, ev
+    # every pair whose matching frame lies inside its episode (5 of 6 per episode) is off
+    assert ev["pairs_at_offset"] >= 3 * (steps - 1) - 1, ev
+    assert ev["share_off"] >= 0.75, ev
+
+
+def test_pair_sync_quiet_on_synced_sequences(shared_data, tmp_path):
+    steps = 6
+    seq = {}
+    for e, src in enumerate(D.voc_sources(shared_data, 3)):
+        for k, a in enumerate(_pan(src, steps, step_px=12)):
+            seq[f"ep{e}/{k:03d}"] = a
+    res = D.run_folders(tmp_path, seq, dict(seq))
+    D.assert_quiet(res)
+
+
+# --- vignetting, motion blur -------------------------------------------------------------------------
+
+def test_vignetting_sim(frames, tmp_path):
+    res = D.run_folders(tmp_path, *D.paired(frames, sim_fn=lambda a: D.vignette(a, 0.5)))
+    ev = D.first(res, "vignetting", "gap")
+    assert ev["darker_side"] == "sim", ev
+    # corners at most 50% (1 stop) darker; the outer ring's mean lies a little inside them
+    assert -1.1 < ev["corner_minus_centre_stops_sim_minus_real"] < -0.4, ev
+    assert abs(ev["centre_stops_sim_minus_real"]) < 0.2, ev
+    assert "brightness" not in D.named(res), D.codes(res)
+    maps = res["maps"]
+    assert np.asarray(maps["sim"]["mean_linear"]).shape == (32, 32)
+    rs, rr = np.asarray(maps["sim"]["radial"]), np.asarray(maps["real"]["radial"])
+    assert rs[-1] / rs[0] < 0.8 * (rr[-1] / rr[0]), (rs, rr)
+    diff = np.asarray(maps["paired"]["mean_signed_diff"])
+    corners = diff[[0, 0, -1, -1], [0, -1, 0, -1]]
+    assert (corners < 0).all() and corners.mean() < diff[12:20, 12:20].mean(), diff
+
+
+@pytest.mark.parametrize(("basis", "side", "axis"), [("paired", "sim", 1), ("paired", "real", 0),
+                                                    ("unpaired", "real", 1)])
+def test_motion_blur_direction(frames, tmp_path, basis, side, axis):
+    """A 9 px box blur along one axis (the unpaired detection limit)."""
+    blur = lambda a: D.motion_blur(a, 9, axis)  # noqa: E731
+    split = D.paired if basis == "paired" else D.unpaired
+    res = D.run_folders(tmp_path, *split(frames, **{f"{side}_fn": blur}))
+    ev = D.first(res, "motion_blur", "gap")
+    assert ev["blurred_side"] == side, ev
+    assert ev["direction"] == ("horizontal" if axis == 1 else "vertical"), ev
+    assert 3 <= ev["approx_length_px"] <= 18, ev
+    assert "sharpness" not in D.named(res), D.codes(res)
+
+
+# --- frame format, depth invalid -----------------------------------------------------------------------
+
+def test_one_grey16_frame_among_rgb8_is_frame_format_not_brightness(frames, tmp_path):
+    sim, real = D.paired(frames)
+    real["f003"] = D.grey16(real["f003"])
+    res = D.run_folders(tmp_path, sim, real)
+    ev = D.first(res, "frame_format", "bug")
+    assert ev["frames_left_out"] == {"sim": 0, "real": 1}, ev
+    assert ev["real_format"].endswith("uint8") and ev["sim_format"] == ev["real_format"], ev
+    assert "brightness" not in D.named(res), D.codes(res)
+
+
+def test_grey16_set_against_rgb8_is_frame_format_first(frames, tmp_path):
+    sim, real = D.paired(frames, real_fn=D.grey16)
+    res = D.run_folders(tmp_path, sim, real)
+    ev = D.first(res, "frame_format", "bug")
+    assert ev["sim_format"].endswith("uint8") and ev["real_format"].endswith("uint16"), ev
+    assert ev["sim_format"].split()[0] != ev["real_format"].split()[0], ev  # the channel kind differs too
+    assert "depth" in res["findings"][0]["action"]
+    assert not {"brightness", "compression", "white_balance"} & D.named(res), D.codes(res)
+
+
+def _depth_mm(a: np.ndarray) -> np.ndarray:
+    """A smooth uint16 depth map in millimetres (0.6 - 3 m) derived from the frame's blurred luma."""
+    lum = np.asarray(Image.fromarray(a).convert("L").resize((20, 15)).resize((a.shape[1], a.shape[0]), Image.BILINEAR))
+    return (600 + lum.astype(np.float64) * 9.4).astype(np.uint16)
+
+
+def _holes(shape: tuple[int, int], rng: np.random.Generator, share: float = 0.06) -> np.ndarray:
+    """Boolean mask of a few rectangular holes covering about `share` of the map."""
+    mask = np.zeros(shape, dtype=bool)
+    h, w = shape
+    while mask.mean() < share:
+        y, x = rng.integers(0, h - 8), rng.integers(0, w - 8)
+        mask[y:y + rng.integers(4, 12), x:x + rng.integers(4, 16)] = True
+    return mask
+
+
+def test_depth_invalid_markers_differ(frames, tmp_path):
+    rng = np.random.default_rng(0)
+    sim, real = D.paired(frames)
+    for side, marker in ((sim, 65535), (real, 0)):
+        for key, a in side.items():
+            d = _depth_mm(a)
+            d[_holes(d.shape, rng)] = marker
+            folder = tmp_path / ("sim" if side is sim else "real") / "depth"
+            D.save_png(folder / f"{key}.png", d)
+    res = D.run_folders(tmp_path, sim, real, extra=("--depth-unit", "mm"))
+    ev = D.first(res, "depth_invalid", "bug")
+    assert (ev["sim_marker"], ev["real_marker"]) == ("max", "zero"), ev
+    sim_shares = dict(zip(ev["markers"], ev["sim_shares"]))
+    real_shares = dict(zip(ev["markers"], ev["real_shares"]))
+    assert 0.04 < sim_shares["max"] < 0.12 and sim_shares["zero"] == 0, ev
+    assert 0.04 < real_shares["zero"] < 0.12 and real_shares["max"] == 0, ev
+    assert not {"depth_dropout", "depth_scale"} & D.named(res), D.codes(res)
+
+
+# --- clean controls --------------------------------------------------------------------------------------
+
+def test_identical_frames_name_nothing(frames, tmp_path):
+    res = D.run_folders(tmp_path, *D.paired(frames))
+    D.assert_quiet(res)
+    diff = np.asarray(res["maps"]["paired"]["mean_abs_diff"])
+    assert diff.shape == (32, 32) and diff.max() == 0
+
+
+def test_lossless_reencode_names_nothing(frames, tmp_path):
+    res = D.run_folders(tmp_path, *D.paired(frames), sim_ext=".webp")
+    D.assert_quiet(res)
+
+
+def test_clean_unpaired_split_is_quiet(frames, tmp_path):
+    res = D.run_folders(tmp_path, *D.unpaired(frames))
+    D.assert_quiet(res)
+    assert res["maps"]["paired"] is None
+    assert np.asarray(res["maps"]["real"]["mean_linear"]).shape == (32, 32)
