@@ -95,11 +95,26 @@ def _with_ci(v: Mapping[str, Any], nd: int = 3) -> str:
     return num(v["value"], nd) + (" " + ci(c.get("low"), c.get("high"), c.get("level"), nd) if c else "")
 
 
+def _drop(probe: Mapping[str, Any]) -> tuple[str, str]:
+    """(transfer drop, its CI) as text. When sim->real is below the R² display floor the drop's
+    digits mean as little as the R²'s: it reads as at least sim->sim minus the floor, no CI."""
+    floor = probe.get("r2_display_floor") if _finite(probe.get("r2_display_floor")) else -1.0
+    ss, sr, drop = probe.get("sim_to_sim"), probe.get("sim_to_real"), probe.get("transfer_drop")
+    if not _finite(drop):
+        return MISSING, ""
+    if _finite(ss) and ss < floor:
+        return "not meaningful (sim\u2192sim below the floor)", ""
+    if _finite(sr) and sr < floor:
+        return "more than " + signed(ss - floor), ""
+    c = _d(probe.get("transfer_drop_ci"))
+    return signed(drop), ci(c.get("low"), c.get("high"), c.get("level")) if c else ""
+
+
 def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
     c = _d(e.get("centroid_distance_norm_ci"))
     pc, mmd, probe = _d(e.get("paired_cosine")), _d(e.get("mmd")), _d(e.get("probe"))
     floor_r2 = probe.get("r2_display_floor")
-    drop_ci = _d(probe.get("transfer_drop_ci"))
+    drop, drop_ci = _drop(probe)
     pre = {k: v for k, v in _d(e.get("preprocessing")).items()}
     return {
         "rank": "reference" if e.get("reference") else e.get("rank"), "front": bool(e.get("pareto_front")),
@@ -113,8 +128,7 @@ def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
         "pc": num(pc.get("mean")), "pc_shuffled": num(pc.get("shuffled_mean")), "clip_band": pc.get("clip_band"),
         "p_ss": r2(probe.get("sim_to_sim"), floor_r2), "p_rr": r2(probe.get("real_to_real"), floor_r2),
         "p_sr": r2(probe.get("sim_to_real"), floor_r2),
-        "drop": signed(probe.get("transfer_drop")) if _finite(probe.get("transfer_drop")) else MISSING,
-        "drop_ci": ci(drop_ci.get("low"), drop_ci.get("high"), drop_ci.get("level")) if drop_ci else "",
+        "drop": drop, "drop_ci": drop_ci,
         "fd": _with_ci(_d(e.get("frechet_distance"))), "kid": _with_ci(_d(e.get("kid")), 4),
         "insufficient": [(str(k), str(v)) for k, v in _d(e.get("insufficient")).items()],
         "fingerprint": e.get("fingerprint"), "n_sim": e.get("n_sim"), "n_real": e.get("n_real"),

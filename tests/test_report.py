@@ -427,4 +427,9 @@ def test_r2_far_below_zero_is_shown_in_words():
     ranking = html[html.index('id="ranking"'):html.index("</table></div>")]
     assert "worse than predicting the mean" in ranking
     assert "4,317,743" not in html and "-4.32" not in html and "-2.50" not in ranking
+    res["encoders"][1]["probe"]["sim_to_sim"] = 0.3  # the drop then reads as a bound, without digits of noise
+    res["encoders"][1]["probe"]["transfer_drop"] = 0.3 + 4317743.2
+    ranking = render_report(res)
+    ranking = ranking[ranking.index('id="ranking"'):ranking.index("</table></div>")]
+    assert "more than +1.30" in ranking and "4,317,743" not in ranking
     assert r2(-0.42) == "-0.420" and r2(-1.5) == "worse than predicting the mean" and r2(-1.5, -2.0) == "-1.50"

@@ -5,8 +5,10 @@ of the engine without any data on disk:
 
 - a MuJoCo scene (a checkered wooden table plane, a red cube, a green cylinder and a blue cube,
   a key light, a fixed camera and a mocap "gripper"), scripted per episode along smooth random
-  paths; per step it records an action (gripper position delta and yaw delta) and proprio
-  (gripper position, yaw and pitch in radians, then each object's position);
+  paths; per step it records the action of a scripted expert reaching for the red cube
+  (`expert_action`: the gripper's offset to a pre-grasp point above the cube and the yaw back to
+  square, so an action is what its frame shows) and proprio (gripper position, yaw and pitch in
+  radians, then each object's position);
 - sim frames: the render itself (RGB PNG, depth float32 `.npy` in metres, an instance-id mask
   PNG per frame and a mask-categories JSON);
 - "real" frames: the same states through a physically motivated camera model (lens blur,
