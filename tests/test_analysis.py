@@ -142,7 +142,10 @@ def test_run_clean_pair_contract_and_storage(tmp_path):
                 "noise_floor", "paired_cosine", "domain_auc", "mmd", "probe", "rank"):
         assert key in e, key
     assert set(e["paired_cosine"]) >= {"mean", "median", "p90", "shuffled_mean"}
-    assert set(e["probe"]) >= {"sim_to_sim", "real_to_real", "sim_to_real"}
+    assert set(e["probe"]) >= {"sim_to_sim", "real_to_real", "sim_to_real", "transfer_drop", "transfer_drop_ci"}
+    for dist in ("frechet_distance", "kid"):  # standard distribution distances with episode-bootstrap CIs
+        assert e[dist]["ci"]["low"] <= e[dist]["value"] <= e[dist]["ci"]["high"], dist
+    assert e["frechet_distance"]["value"] > 0 and e["probe"]["r2_below_floor"]["sim_to_real"] is False
     # the pixel baseline is a reference row, never ranked
     assert e["rank"] is None and e["reference"] and e["ranking_basis"] == "reference"
     assert e["noise_floor_method"] == "episodes" and e["probe_informative"] is True
