@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
 import sys
 import warnings
@@ -95,6 +96,21 @@ def weights_only_loads() -> Iterator[None]:
                 os.environ[k] = v
 
 
+@contextmanager
+def _quiet(*names: str) -> Iterator[None]:
+    """The named loggers pass errors only (torch.export logs each failed attempt with its traceback;
+    the PolicyError raised instead says why in one line)."""
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
 def _plain_pickles(path: str) -> list[str]:
     """Members of a `.pt2` zip that `torch.export.load` would read with `pickle.loads` (none when
     the file is not a zip: `torch.export.load` then fails on its own)."""
@@ -120,7 +136,7 @@ def load_exported(spec: str) -> Callable[..., Any]:
         raise PolicyError(f"Expected `--policy` {spec!r} to be a torch.export program without pickled Python "
                           f"objects, got member {pickles[0]!r} (a plain pickle; it is never loaded).")
     try:
-        with weights_only_loads():
+        with weights_only_loads(), _quiet("torch.export", "torch._export"):
             return torch.export.load(spec).module()
     except Exception as e:  # noqa: BLE001 - any failure means: not an exported program (or not a safe one)
         raise PolicyError(f"Expected `--policy` {spec!r} to be a torch.export program (.pt2) whose pickled members "

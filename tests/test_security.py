@@ -103,14 +103,14 @@ def _torch_pickle(obj) -> bytes:
     ("data/sample_inputs/model.pt", "raw"),  # a bare pickle, not torch.save's zip
     ("data/constants/opaque_obj_0", "raw"),  # a member torch.export.load reads with pickle.loads
 ])
-def test_a_pickle_inside_a_pt2_policy_is_never_run(policy_world, tmp_path, capsys, member, payload):
+def test_a_pickle_inside_a_pt2_policy_is_never_run(policy_world, tmp_path, capfd, member, payload):
     root, db = policy_world
     marker = tmp_path / "pwned"
     evil = Touch(str(marker))
     data = _torch_pickle(evil) if payload == "torch" else pickle.dumps(evil, protocol=2)
     bad = tmp_path / "evil.pt2"
     _replace_member(root / "mean.pt2", bad, member, data)
-    code, _, err = run(["policy-check", "--db", db, "--sim", "sim", "--real", "real", "--policy", str(bad), "-q"], capsys)
+    code, _, err = run(["policy-check", "--db", db, "--sim", "sim", "--real", "real", "--policy", str(bad), "-q"], capfd)
     assert not marker.exists()
     one_line_exit_2(code, err)
     assert "pt2" in err
