@@ -8,6 +8,10 @@ episode = N for `demo_N` (else the group's name), step = the row, pair key `<epi
 (the rule of every episode-structured source, so a robomimic sim set pairs with a LeRobot real
 set), action = `actions[step]`, proprio = the concatenated `obs/<key>[step]` of the `--proprio`
 keys.
+
+Only values stored in the file itself are read (`hdf5_links`): a demo, camera, `actions` or
+proprio dataset behind an external link, kept in external files or virtual is a recorded skip, as
+are soft-link loops, malformed demos, non-numeric actions and frames over the image size cap.
 """
 
 from __future__ import annotations

@@ -23,6 +23,11 @@ depth frame is found as its colour frame is, and catalogued as a depth map insid
 (`FrameEntry.depth_container`) in the declared `depth_unit` (the format records no unit; a
 16-bit PNG cell keeps its values, a video frame is 8-bit grey). A row whose depth frame is
 missing keeps its colour frame without depth.
+
+The metadata is untrusted input, read by `lerobot_meta`: paths stay inside the dataset folder and
+every file is opened as a regular file. A row whose `frame_index` is not an integer, whose
+`timestamp` is not a number or whose action or state cell holds text is a recorded skip naming
+the cell; a dataset none of whose rows has a readable frame is one InputError (no set is written).
 """
 
 from __future__ import annotations
