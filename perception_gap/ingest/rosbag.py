@@ -17,6 +17,11 @@ With `--depth-topic`, each colour frame gets the depth message of nearest timest
 `--sync-tolerance` seconds (`nearest_within`), in the unit its encoding declares (16UC1 and
 mono16 millimetres, 32FC1 metres); a colour frame with none that close keeps no depth, and the
 count is reported as a warning.
+
+A topic whose encoding does not fit its role is refused: a depth-only encoding (16UC1, 32FC1,
+compressedDepth) as `--topic`, an encoding that declares no depth unit (rgb8, mono8, a JPEG, ...)
+as `--depth-topic`. A ROS 2 bag's metadata.yaml is read as a bounded regular file, without YAML
+aliases (`rosmsg.read_metadata`).
 """
 
 from __future__ import annotations
