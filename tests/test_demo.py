@@ -49,6 +49,7 @@ pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=_PROBLEM or "")
 import cli  # noqa: E402
 from perception_gap.catalog import Catalog  # noqa: E402
 from perception_gap.demo import INJECTIONS, OBJECTS, build_demo, colour_detect  # noqa: E402
+from perception_gap.demo.build import PREGRASP_HEIGHT_M  # noqa: E402
 from perception_gap.workflows.stats import stats_job  # noqa: E402
 
 TINY = {"n_episodes": 2, "steps": 4, "size": (96, 72)}
@@ -91,6 +92,12 @@ def test_clean_demo_files(clean_demo):
     assert {r["pair_key"] for r in sim} == {r["pair_key"] for r in real}
     assert {r["depth_unit"] for r in sim} == {"m"} and {r["depth_unit"] for r in real} == {"mm"}
     assert len(sim[0]["action"]) == 4 and len(sim[0]["proprio"]) == 5 + 3 * len(OBJECTS)
+    # the expert's action is what the frame shows: the gripper's offset to the pre-grasp point above
+    # the red cube (proprio: gripper xyz, yaw, pitch, then each object's xyz) and the yaw back to 0
+    for r in sim:
+        p = np.asarray(r["proprio"])
+        want = [*(p[5:8] + [0.0, 0.0, PREGRASP_HEIGHT_M] - p[0:3]), -p[3]]
+        assert r["action"] == pytest.approx(want, abs=2e-6)
     d = np.load(files.root / sim[0]["depth"])
     assert d.dtype == np.float32 and 0.2 < float(np.median(d)) < 2.0
     cats = json.loads(files.mask_categories.read_text())
@@ -176,3 +183,30 @@ def test_demo_after_the_gap_hunt_inputs_give_their_known_answers(clean_demo, tmp
     codes = {f["code"] for f in res["findings"]}
     assert {"contact_divergence", "extrinsics"} <= codes
     assert "Reprojection" in (tmp_path / "after" / "report.html").read_text()
+
+
+def test_default_demo_probes_read_the_expert_action(tmp_path):
+    """At its default size the demo's held-out probes explain part of the expert action for at least
+    two encoders (sim->sim R^2 > 0), so its gap-vs-probe ranking is read on both axes."""
+    from perception_gap.embed import default_encoders
+
+    names = [n for n in ("efficientnet-lite2", "pixel") if n in default_encoders()]
+    if len(names) < 2:
+        pytest.skip("efficientnet-lite2 weights not installed")
+    files = build_demo(tmp_path / "demo")
+    assert files.n_frames == 96
+    db = str(tmp_path / "cat.duckdb")
+    _index(files, db, boxes=False)
+    out = tmp_path / "out"
+    assert cli.main(["run", "--sim", files.sim_set, "--real", files.real_set, "--encoders", ",".join(names),
+                     "--out", str(out), "--db", db, "--quiet"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    for e in res["encoders"]:
+        p = e["probe"]
+        assert p["target"] == "action" and p["sim_to_sim"] > 0 and e["probe_informative"] is True, (e["name"], p)
+        assert p["n_shared_groups"] == 24 and p["transfer_drop_ci"]["clusters"] == "shared episodes"
+        assert p["transfer_drop"] == pytest.approx(p["sim_to_sim"] - p["sim_to_real"])
+    lite2 = next(e for e in res["encoders"] if e["name"] == "efficientnet-lite2")
+    assert lite2["ranking_basis"] == "gap and probe" and lite2["rank"] == 1
+    html = (out / "report.html").read_text()
+    assert "gap above noise floor" in html and "separable but close" in html
