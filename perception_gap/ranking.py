@@ -31,7 +31,10 @@ class EncoderScore:
         name: encoder name.
         gap: sim-vs-real centroid distance above the real noise floor (value_norm units,
             lower is better); the raw value_norm when no floor could be computed.
-        probe: sim->real probe R^2 (higher is better); None when no probe could be run.
+        probe: held-out sim->real probe R^2 (ridges trained on the sim frames of some episodes,
+            scored on the real frames of the others; higher is better); None when no probe could
+            be run.
+        probe_informative: False when the sim->sim probe R^2 is <= 0 (see `probe_informative`).
     """
 
     name: str

@@ -57,7 +57,9 @@ class FrechetDistance(Result):
         mean_term: ||mu_sim - mu_real||^2, the part of `value` due to the means alone.
         n_sim, n_real: frames per side.
         dim: embedding width D.
-        ci: bootstrap CI of `value` (from `frechet_distance_ci`), else None.
+        ci: bootstrap CI of `value` (from `frechet_distance_ci`), else None. Centred on the
+            estimate (see `CI`), so its low end can fall below 0 when the distance is small next
+            to its resampling spread: read that as "consistent with no difference".
     """
 
     value: float
