@@ -8,8 +8,11 @@ front layer (repeated non-dominated sorting), then by gap.
 A probe only ranks when it says something: when an encoder's sim->sim probe R^2 is <= 0 (a
 linear read-out cannot even predict sim actions from sim frames: too few episodes, or targets
 the frames do not show), its sim->real R^2 is noise, and the comparisons that involve it use
-the gap alone (`ranking_basis`). The weights-free pixel baseline (family `pixel`) is a
-reference row: reported beside the ranking, never ranked (`is_reference`).
+the gap alone (`ranking_basis`). A held-out sim->real R^2 at or below 0 compares as 0: the
+read-out is no better than predicting the real targets' mean, and how much worse (-0.8 or
+-4,000,000) says nothing about what the encoder keeps, so two such encoders are told apart by
+the gap. The weights-free pixel baseline (family `pixel`) is a reference row: reported beside
+the ranking, never ranked (`is_reference`).
 """
 
 from __future__ import annotations
@@ -77,11 +80,11 @@ class RankedEncoder:
 
 
 def _dominates(a: EncoderScore, b: EncoderScore) -> bool:
-    """a is at least as good as b on both axes and strictly better on one; when either probe is
-    missing or uninformative, a has the smaller gap."""
+    """a is at least as good as b on both axes and strictly better on one (probe R^2 below 0
+    compared as 0); when either probe is missing or uninformative, a has the smaller gap."""
     if not (a.uses_probe and b.uses_probe):
         return a.gap < b.gap
-    pa, pb = float(a.probe), float(b.probe)  # type: ignore[arg-type]
+    pa, pb = max(0.0, float(a.probe)), max(0.0, float(b.probe))  # type: ignore[arg-type]
     return a.gap <= b.gap and pa >= pb and (a.gap < b.gap or pa > pb)
 
 
@@ -101,7 +104,7 @@ def rank_encoders(scores: list[EncoderScore]) -> list[RankedEncoder]:
     out = []
     rank = 1
     for layer_no, layer in enumerate(pareto_layers(scores)):
-        ordered = sorted(layer, key=lambda s: (s.gap, -(s.probe if s.uses_probe else -math.inf), s.name))
+        ordered = sorted(layer, key=lambda s: (s.gap, -(max(0.0, s.probe) if s.uses_probe else -math.inf), s.name))
         for s in ordered:
             out.append(RankedEncoder(name=s.name, rank=rank, layer=layer_no, on_front=layer_no == 0))
             rank += 1

@@ -102,3 +102,15 @@ def test_r2_far_below_zero_reads_as_words_and_keeps_its_number():
     assert out["r2_below_floor"]["sim_to_sim"] is False and out["r2_display_floor"] == -1.0
     assert out["transfer_drop"] == pytest.approx(out["sim_to_sim"] - out["sim_to_real"])
     assert set(out["transfer_drop_ci"]) >= {"low", "high", "level", "clusters"}
+
+
+def test_ranking_reads_transfer_below_zero_as_no_transfer():
+    # Two encoders whose held-out read-out fails on real frames (R^2 -0.8 and -4e6) are told apart
+    # by the gap alone; a positive transfer still outranks a closer encoder that has none.
+    from perception_gap.ranking import EncoderScore, rank_encoders
+
+    fails_close = EncoderScore("fails-close", gap=0.05, probe=-4.0e6)
+    fails_far = EncoderScore("fails-far", gap=0.08, probe=-0.8)
+    transfers = EncoderScore("transfers", gap=0.12, probe=0.4)
+    ranked = rank_encoders([fails_far, transfers, fails_close])
+    assert [(r.name, r.layer) for r in ranked] == [("fails-close", 0), ("transfers", 0), ("fails-far", 1)]
