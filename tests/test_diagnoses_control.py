@@ -1,5 +1,6 @@
-"""Control-vector diagnoses (`control_dims`, `control_scale`, `control_sign`), `pair_sync` keyed by a
-manifest's episode and step, and `unexplained_gap`, end to end through the CLI.
+"""Plumbing diagnoses beside the image content, end to end through the CLI: control vectors
+(`control_dims`, `control_scale`, `control_sign`), `frame_format`, `depth_invalid`, `pair_sync` keyed by
+a manifest's episode and step, and `unexplained_gap`.
 
 Frames are real (PASCAL VOC JPEGs from `../shared/data`, 160x120) and identical on both sides
 unless a test changes them, so that the only difference is the one injected; proprio and action
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 try:
     import diagnosis_cases as D
@@ -26,6 +28,7 @@ N = 10  # pairs per case
 
 @pytest.fixture(scope="module")
 def frames(shared_data: Path) -> list[np.ndarray]:
+    """`D.N_FRAMES` real RGB frames (uint8, 120 x 160 x 3), read and resized once for the module."""
     src = D.voc_sources(shared_data)
     if len(src) < D.N_FRAMES:
         pytest.skip(f"need {D.N_FRAMES} VOC frames under {shared_data}")
@@ -103,6 +106,30 @@ def test_gripper_sign_flipped(frames, tmp_path):
     _only_control(res)
 
 
+@pytest.mark.parametrize("kind", ["scale", "sign"])
+def test_unpaired_control_scale_and_sign(frames, tmp_path, kind):
+    """Different stretches of one trajectory a side (no shared keys): real dims 0-2 x10, or the
+    gripper's sign flipped."""
+    traj = _trajectory(2 * N, seed=5)
+    sim, real = traj[:N], traj[N:].copy()
+    if kind == "scale":
+        real[:, :3] *= 10.0
+    else:
+        real[:, 7] *= -1.0
+    rows = _rows(tmp_path, frames[:N], sim, real, real_frames=frames[N:2 * N],
+                 sim_keys=[f"s{i}" for i in range(N)], real_keys=[f"r{i}" for i in range(N)])
+    res = D.run_manifest(tmp_path, rows)
+    ev = D.first(res, f"control_{kind}", "bug")
+    assert ev["basis"] == "distribution", ev
+    if kind == "scale":  # unpaired the ratio is of RMS values over different stretches: dims 0-2 only, < 1
+        assert ev["dims"] and set(ev["dims"]) <= {0, 1, 2}, ev
+        assert all(v < 0.35 for v in ev["scales"]), ev
+        assert "control_sign" not in D.named(res), D.codes(res)
+    else:
+        assert ev["dims"] == [7], ev
+        assert "control_scale" not in D.named(res), D.codes(res)
+
+
 def test_same_control_vectors_are_quiet(frames, tmp_path):
     traj = _trajectory(N, seed=3)
     rows = _rows(tmp_path, frames[:N], traj, traj + np.random.default_rng(4).normal(0, 0.005, traj.shape))
@@ -128,6 +155,64 @@ def test_pair_sync_from_manifest_episode_and_step(frames, tmp_path):
     # sim step k shows the view real holds at step k - 1: its match is one step earlier
     assert ev["offset_steps"] == -1, ev
     assert ev["pairs_at_offset"] == 2 * (steps - 1), ev
+
+
+# --- frame format, depth invalid -----------------------------------------------------------------------
+
+def test_one_grey16_frame_among_rgb8_is_frame_format_not_brightness(frames, tmp_path):
+    sim, real = D.paired(frames)
+    real["f003"] = D.grey16(real["f003"])
+    res = D.run_folders(tmp_path, sim, real)
+    ev = D.first(res, "frame_format", "bug")
+    assert ev["frames_left_out"] == {"sim": 0, "real": 1}, ev
+    assert ev["real_format"].endswith("uint8") and ev["sim_format"] == ev["real_format"], ev
+    assert "brightness" not in D.named(res), D.codes(res)
+
+
+def test_grey16_set_against_rgb8_is_frame_format_first(frames, tmp_path):
+    sim, real = D.paired(frames, real_fn=D.grey16)
+    res = D.run_folders(tmp_path, sim, real)
+    ev = D.first(res, "frame_format", "bug")
+    assert ev["sim_format"].endswith("uint8") and ev["real_format"].endswith("uint16"), ev
+    assert ev["sim_format"].split()[0] != ev["real_format"].split()[0], ev  # the channel kind differs too
+    assert "depth" in res["findings"][0]["action"]
+    assert not {"brightness", "compression", "white_balance"} & D.named(res), D.codes(res)
+
+
+def _depth_mm(a: np.ndarray) -> np.ndarray:
+    """A smooth uint16 depth map in millimetres (0.6 - 3 m) derived from the frame's blurred luma."""
+    lum = np.asarray(Image.fromarray(a).convert("L").resize((20, 15)).resize((a.shape[1], a.shape[0]), Image.BILINEAR))
+    return (600 + lum.astype(np.float64) * 9.4).astype(np.uint16)
+
+
+def _holes(shape: tuple[int, int], rng: np.random.Generator, share: float = 0.06) -> np.ndarray:
+    """Boolean mask of a few rectangular holes covering about `share` of the map."""
+    mask = np.zeros(shape, dtype=bool)
+    h, w = shape
+    while mask.mean() < share:
+        y, x = rng.integers(0, h - 8), rng.integers(0, w - 8)
+        mask[y:y + rng.integers(4, 12), x:x + rng.integers(4, 16)] = True
+    return mask
+
+
+@pytest.mark.parametrize("basis", ["paired", "unpaired"])
+def test_depth_invalid_markers_differ(frames, tmp_path, basis):
+    rng = np.random.default_rng(0)
+    sim, real = D.paired(frames) if basis == "paired" else D.unpaired(frames, n=8)
+    for side, marker in ((sim, 65535), (real, 0)):
+        for key, a in side.items():
+            d = _depth_mm(a)
+            d[_holes(d.shape, rng)] = marker
+            folder = tmp_path / ("sim" if side is sim else "real") / "depth"
+            D.save_png(folder / f"{key}.png", d)
+    res = D.run_folders(tmp_path, sim, real, extra=("--depth-unit", "mm"))
+    ev = D.first(res, "depth_invalid", "bug")
+    assert (ev["sim_marker"], ev["real_marker"]) == ("max", "zero"), ev
+    sim_shares = dict(zip(ev["markers"], ev["sim_shares"]))
+    real_shares = dict(zip(ev["markers"], ev["real_shares"]))
+    assert 0.04 < sim_shares["max"] < 0.12 and sim_shares["zero"] == 0, ev
+    assert 0.04 < real_shares["zero"] < 0.12 and real_shares["max"] == 0, ev
+    assert not {"depth_dropout", "depth_scale"} & D.named(res), D.codes(res)
 
 
 # --- unexplained gap -------------------------------------------------------------------------------------
