@@ -308,9 +308,10 @@ def _cross_fit(feats: np.ndarray, y: np.ndarray, groups: np.ndarray, rng: np.ran
 def _drop_units(keys_s: list[Hashable], keys_r: list[Hashable], episodes_sim: Sequence[Hashable] | None,
                 episodes_real: Sequence[Hashable] | None, pairs: np.ndarray | None) -> Units:
     """Resampling units of the transfer-drop bootstrap: `resampling_units`, except that with enough
-    episodes those shared by sim and real are one unit, drawn for both sides at once."""
+    episodes (whole clusters, not blocks within few episodes) those shared by sim and real are one
+    unit, drawn for both sides at once."""
     units = resampling_units(episodes_sim, episodes_real, len(keys_s), len(keys_r), pairs)
-    if units.paired or not set(keys_s) & set(keys_r):
+    if units.paired or units.how == "episode blocks" or not set(keys_s) & set(keys_r):
         return units
     lab = factorize(list(keys_s) + list(keys_r))
     return Units(lab[:len(keys_s)], lab[len(keys_s):], int(lab.max()) + 1, "shared episodes", True)

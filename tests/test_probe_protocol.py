@@ -114,3 +114,18 @@ def test_ranking_reads_transfer_below_zero_as_no_transfer():
     transfers = EncoderScore("transfers", gap=0.12, probe=0.4)
     ranked = rank_encoders([fails_far, transfers, fails_close])
     assert [(r.name, r.layer) for r in ranked] == [("fails-close", 0), ("transfers", 0), ("fails-far", 1)]
+
+
+def test_few_episodes_resample_matched_pairs_in_blocks():
+    # Three episodes are too few to resample whole; with matched pairs the transfer-drop bootstrap
+    # draws blocks of pairs for both sides at once (identical frames: every replicate's drop is 0).
+    x, y, _ = blob_images(n_ep=3, per=16, seed=8)
+    ep = np.repeat(np.arange(3), 16)
+    pairs = np.stack([np.arange(len(x)), np.arange(len(x))], axis=1)
+    res = probe(x, y, x.copy(), y.copy(), episodes_sim=ep, episodes_real=ep, pairs=pairs)
+    assert res.sim_to_real.r2 == res.sim_to_sim.r2 and res.sim_to_sim.n_splits == 3
+    assert res.transfer_drop_ci.clusters == "paired blocks"
+    assert res.transfer_drop_ci.low == res.transfer_drop_ci.high == 0.0
+    unpaired = probe(x, y, x + 0.05, y, episodes_sim=ep, episodes_real=ep)
+    assert unpaired.transfer_drop_ci.clusters == "episode blocks"
+    assert unpaired.transfer_drop_ci.low <= unpaired.transfer_drop <= unpaired.transfer_drop_ci.high
