@@ -84,6 +84,8 @@ TURNS = {
     "flip_vertical": lambda a: a[::-1],
     "flip_horizontal": lambda a: a[:, ::-1],
     "rotate_180": lambda a: a[::-1, ::-1],
+    "transpose": lambda a: a.transpose(1, 0, 2),  # a W x H frame: the aspect differs too
+    "rotate_90_ccw": np.rot90,
 }
 
 
@@ -95,8 +97,9 @@ def test_orientation_paired(frames, tmp_path, turn):
     assert ev["share"] >= 0.75, ev
     assert ev["ncc_turned_median"] > ev["ncc_as_is_median"] + 0.3, ev
     assert res["maps"]["orientation_applied"] == turn
-    # once turned back, the pairs are the same frames: nothing else to name
-    assert D.named(res) == {"orientation"}, D.codes(res)
+    # once turned back, the pairs are the same frames: nothing else to name but a turned aspect
+    assert D.named(res) <= {"orientation", "resolution"}, D.codes(res)
+    assert ("resolution" in D.named(res)) == (turn in ("transpose", "rotate_90_ccw")), D.codes(res)
 
 
 def test_orientation_unpaired_fixed_camera(shared_data, tmp_path):
@@ -226,7 +229,8 @@ def test_motion_blur_direction(frames, tmp_path, basis, side, axis):
     ev = D.first(res, "motion_blur", "gap")
     assert ev["blurred_side"] == side, ev
     assert ev["direction"] == ("horizontal" if axis == 1 else "vertical"), ev
-    assert 3 <= ev["approx_length_px"] <= 18, ev
+    # 2**(anisotropy change) reads a box of L px as ~0.65 L on these frames (5 -> 3.6, 9 -> 6.2, 15 -> 9.6)
+    assert 9 / (2 if basis == "paired" else 3) <= ev["approx_length_px"] <= 9 * 1.5, ev
     assert "sharpness" not in D.named(res), D.codes(res)
 
 
