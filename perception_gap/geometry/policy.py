@@ -114,6 +114,13 @@ def compare_actions(sim: np.ndarray, real: np.ndarray, pair_keys: list[str],
         raise InputError(f"Expected sim and real actions of the same (N, A) shape, got {sim.shape} and {real.shape}.")
     if len(sim) < 2:
         raise InputError(f"Expected at least 2 sim/real pairs for action spreads, got {len(sim)}.")
+    # finite actions near the float limit overflow in a spread or a difference: those statistics
+    # come out non-finite and are written as null (with the reason) rather than warned about
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _compare(sim, real, pair_keys, steps)
+
+
+def _compare(sim: np.ndarray, real: np.ndarray, pair_keys: list[str], steps: list[int | None] | None) -> PolicyCheck:
     s_std, r_std = sim.std(axis=0, ddof=1), real.std(axis=0, ddof=1)
     diff = real - sim
     scale = 1 + np.abs(np.concatenate([sim, real])).mean(axis=0)

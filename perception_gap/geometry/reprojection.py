@@ -49,7 +49,7 @@ def grid_points(lo: Any, hi: Any, step: Any) -> np.ndarray:
         raise InputError(f"Expected `grid.step` to be a positive number of metres, got {step!r}.")
     with np.errstate(over="ignore"):  # a span or step so extreme the count is infinite: refused below
         per_axis = np.floor((b - a) / float(s) + 1e-9) + 1  # floats: an int64 would wrap past 2**63
-    total = float(np.prod(per_axis))
+        total = float(np.prod(per_axis))
     if not (np.isfinite(per_axis).all() and total <= MAX_GRID_POINTS):
         shown = " x ".join(f"{c:.4g}" for c in per_axis)
         raise InputError(f"Expected at most {MAX_GRID_POINTS} grid points, got {total:.4g} ({shown}); "
