@@ -40,6 +40,12 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 
+def _spatial_limits() -> dict[str, dict[str, float]]:
+    from truth_spatial import LIMITS as SPATIAL
+
+    return SPATIAL
+
+
 # Documented detection limits, per fault family and basis: a case is "at or above the limit"
 # when |magnitude| >= the value (units in truth_cases.FAULTS: stops, log2 gain ratio, blur sigma
 # in px, noise sigma in 8-bit levels, 100 - JPEG quality, added invalid-depth points, downscale
@@ -66,6 +72,7 @@ LIMITS: dict[str, dict[str, float]] = {
     "compression/chroma420": {"paired": 1, "unpaired": float("inf")},
     "depth_dropout": {"paired": 5, "unpaired": 9},
 }
+LIMITS.update(_spatial_limits())
 # A case counts toward the headline only when each side has at least this many frames: 3 pairs
 # (MIN_PAIRS), and unpaired the engine's DIST_MIN_FRAMES (5: below it the rank test cannot reach
 # its level, only fully separated sets are named, and the engine says so with an
@@ -340,6 +347,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def run_all(args: argparse.Namespace, cams: list, tmp: Path, progress) -> list[CaseResult]:
     from truth_cases import FAULTS, chroma_subsampled, split_indices
+    from truth_spatial import FAULTS as SPATIAL_FAULTS
+
+    FAULTS = FAULTS + SPATIAL_FAULTS
 
     import perception_gap as pg
 

@@ -141,7 +141,7 @@ class Side:
         sources: the source files (for `copy`).
         depth_sources: the source depth files (for `depth_fmt` `copy`).
         depth: per frame depth in metres (float32, 0 = invalid), or None.
-        depth_fmt: `mm` (uint16 PNG), `m` (float32 .npy), `tum` (uint16 PNG, 5000 per metre),
+        depth_fmt: `mm` (uint16 PNG), `mm_max` (the same, invalid pixels 65535), `m` (float32 .npy), `tum` (uint16 PNG, 5000 per metre),
             `copy` (the source depth file).
         depth_unit: the unit declared when indexing (None: the engine infers it).
         proprio: per frame joint angles (written through a manifest), or None.
@@ -230,6 +230,9 @@ def scene_spread_clear(family: str, sim: Side, real: Side, z: float = 3.0, alpha
 def _encode_depth(d: np.ndarray, fmt: str) -> tuple[np.ndarray, str]:
     if fmt == "mm":
         return F.depth_to_mm_u16(d), ".png"
+    if fmt == "mm_max":  # invalid pixels marked with the dtype's maximum instead of 0
+        mm = F.depth_to_mm_u16(d)
+        return np.where(mm == 0, np.uint16(65535), mm), ".png"
     if fmt == "tum":
         return F.depth_to_tum_u16(d), ".png"
     return d.astype(np.float32), ".npy"

@@ -35,7 +35,10 @@ except ImportError:  # tests/ imported as a package
 
 CODES = {"channel_swap", "sharpness", "value_range", "normalization", "depth_scale", "resize_filter",
          "brightness", "white_balance", "resolution", "joint_units", "depth_dropout", "sensor_noise",
-         "compression", "insufficient_data"}
+         "compression", "insufficient_data",
+         # the spatial, transfer-curve, depth-convention, control and format codes
+         "frame_format", "orientation", "field_of_view", "pair_sync", "tone_curve", "vignetting", "motion_blur",
+         "depth_invalid", "control_dims", "control_scale", "control_sign", "unexplained_gap"}
 
 
 # --------------------------------------------------------------------------------------------

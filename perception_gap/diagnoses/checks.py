@@ -58,9 +58,9 @@ logger = logging.getLogger(__name__)
 # The registry, in the order checks contaminate each other (see the module docstring).
 CHECKS: tuple[tuple[str, Callable[[Context], Finding | None]], ...] = (
     ("resolution", check_resolution),
-    ("frame_format", check_frame_format),
     ("value_range", check_value_range),
     ("normalization", check_normalization),
+    ("frame_format", check_frame_format),
     ("channel_swap", check_channel_swap),
     ("orientation", check_orientation),
     ("field_of_view", check_field_of_view),

@@ -22,9 +22,9 @@ class Context:
     enc: EncodingInference | None = None
     fired: set[str] = field(default_factory=set)
     memo: dict = field(default_factory=dict)  # analyses several checks share (e.g. `highfreq`)
-    # per side, the (channels, dtype) most of its frames have: frames of another format are left
-    # out of the image checks (and named by `frame_format`)
-    formats: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # per side, the `format_key` most of its frames have: frames of another format are left out of
+    # the image checks (and named by `frame_format`)
+    formats: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def image_pairs(self) -> list[tuple[FrameRecord, FrameRecord]]:
         return [(s, r) for s, r in self.pairs if self._usable(s, "sim") and self._usable(r, "real")]
@@ -35,7 +35,7 @@ class Context:
 
     def _usable(self, f: FrameRecord, side: str) -> bool:
         fmt = self.formats.get(side)
-        return _usable(f) and (fmt is None or (f.image.channels, f.image.dtype) == fmt)
+        return _usable(f) and (fmt is None or format_key(f) == fmt)
 
     def image_sides(self, keep: Callable[[FrameRecord, FrameRecord | None], bool] = lambda f, g: True,
                     ) -> tuple[str, list[FrameRecord], list[FrameRecord]]:
@@ -49,6 +49,11 @@ class Context:
             return "pairs", [s for s, _ in pairs], [r for _, r in pairs]
         return ("distribution", [f for f in self.images("sim") if keep(f, None)],
                 [f for f in self.images("real") if keep(f, None)])
+
+
+def format_key(f: FrameRecord) -> tuple[str, str]:
+    """(`grey` or `colour`, dtype) of a frame with an image: an alpha channel does not change the kind."""
+    return ("grey" if f.image.channels <= 2 else "colour", f.image.dtype)
 
 
 def _usable(f: FrameRecord) -> bool:

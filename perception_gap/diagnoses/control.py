@@ -21,7 +21,9 @@ from perception_gap.diagnoses.joints import DEG_PER_RAD, JOINT_RATIO_LOOSE
 from perception_gap.findings import Finding
 
 # A dimension scaled by this factor or more (either way) is named; paired dims must also correlate.
-SCALE_RATIO = 2.5
+# Unpaired, sets of different stretches of a trajectory differ in level and spread by up to ~4x on
+# their own (random disjoint stretches of one robot's joints), so both must differ by 5x.
+SCALE_RATIO = {"pairs": 2.5, "distribution": 5.0}
 MIN_CORR = 0.9
 # Unpaired sign flip: the means are opposite, each at least this many standard deviations from zero.
 SIGN_MEAN_SD = 1.5
@@ -72,7 +74,8 @@ def _per_dim(basis: str, sv: np.ndarray, rv: np.ndarray) -> list[tuple[float, bo
                 continue
             ms, mr, sds, sdr = float(s.mean()), float(r.mean()), float(s.std()), float(r.std())
             flipped = ms * mr < 0 and abs(ms) >= SIGN_MEAN_SD * sds and abs(mr) >= SIGN_MEAN_SD * sdr
-            out.append(((-1.0 if flipped else 1.0) * rs / rr, True))
+            spread_agrees = sds > 1e-9 and sdr > 1e-9 and abs(math.log(sds / sdr)) >= math.log(SCALE_RATIO["distribution"])
+            out.append(((-1.0 if flipped else 1.0) * rs / rr, flipped or spread_agrees or abs(math.log(rs / rr)) < 1e-9))
     return out
 
 
@@ -102,7 +105,7 @@ def check_control(ctx: Context) -> list[Finding]:
         per = _per_dim(basis, sv, rv)
         ratios = [r for r, _ in per]
         scaled = [d for d, (r, ok) in enumerate(per) if ok and math.isfinite(r) and abs(math.log(abs(r))) >=
-                  math.log(SCALE_RATIO) and not _is_joint_units(r)]
+                  math.log(SCALE_RATIO[basis]) and not _is_joint_units(r)]
         flipped = [d for d, (r, ok) in enumerate(per) if ok and math.isfinite(r) and r < 0 and d not in scaled]
         ev = basis_evidence(basis, len(sv) if basis == "pairs" else 0, ctx)
         ev.update({"field": attr, "n_dims": ds, "ratio_sim_over_real": nums(ratios, 4)})
@@ -114,7 +117,7 @@ def check_control(ctx: Context) -> list[Finding]:
                 {**ev, "dims": scaled, "scales": nums(vals, 4)},
                 f"Use one unit and one normalization for {attr} dims {scaled} on both sides (check the "
                 f"loader's scaling, [-1, 1] vs physical units, mm vs m); a bug, not a randomization budget.",
-                num(max(abs(math.log(v)) for v in vals) / math.log(SCALE_RATIO))))
+                num(max(abs(math.log(v)) for v in vals) / math.log(SCALE_RATIO[basis]))))
         if flipped:
             out.append(Finding(
                 "control_sign", "bug", f"Sim {attr} dims {flipped} have the opposite sign of real's.",

@@ -12,21 +12,17 @@ from collections import Counter
 
 from perception_gap.diagnoses.common import num
 from perception_gap.diagnoses.context import Context, basis_evidence
+from perception_gap.diagnoses.context import format_key as _fmt
 from perception_gap.findings import Finding
-from perception_gap.statistics.records import FrameRecord
 
 
-def _fmt(f: FrameRecord) -> tuple[int, str]:
-    return (f.image.channels, f.image.dtype)
+def _label(fmt: tuple[str, str]) -> str:
+    kind, dtype = fmt
+    return f"{kind} {dtype}"
 
 
-def _label(fmt: tuple[int, str]) -> str:
-    c, dtype = fmt
-    return f"{c}-channel {dtype}"
-
-
-def majority_formats(ctx: Context) -> dict[str, tuple[int, str]]:
-    """Per side, the (channels, dtype) of most of its usable frames (absent for a side without any)."""
+def majority_formats(ctx: Context) -> dict[str, tuple[str, str]]:
+    """Per side, the (grey or colour, dtype) of most of its usable frames (absent for a side without any)."""
     out = {}
     for side in ("sim", "real"):
         frames = [f for f in (ctx.sim.frames if side == "sim" else ctx.real.frames) if f.image is not None]
@@ -49,15 +45,18 @@ def check_frame_format(ctx: Context) -> Finding | None:
                "real_formats": {_label(k): n for k, n in counts["real"].items()},
                "frames_left_out": odd})
     s, r = fmts["sim"], fmts["real"]
-    if s[0] != r[0] or (s[1] != r[1] and "float" not in s[1] + r[1]):
+    # a bit depth that value_range or normalization already named stays theirs
+    depth_only = s[0] == r[0] and s[1] != r[1] and not ctx.fired & {"value_range", "normalization"}
+    if s[0] != r[0] or (depth_only and "float" not in s[1] + r[1]):
         what = "channel count" if s[0] != r[0] else "bit depth"
         ctx.memo["format_mismatch"] = what
         title = f"Sim frames are {_label(s)}, real frames {_label(r)}: the {what} differs."
         hint = (" A 1-channel 16-bit stream is usually a depth or infrared topic indexed as the colour camera."
-                if 1 in (s[0], r[0]) and "uint16" in (s[1], r[1]) else "")
+                if "grey" in (s[0], r[0]) and "uint16" in (s[1], r[1]) else "")
         action = (f"Index the same kind of stream on both sides (camera topic, encoding, bit depth) before reading "
                   f"any appearance finding.{hint}")
-        return Finding("frame_format", "bug", title, ev, action, num(10.0))
+        # before value_range and the rest: with another kind of stream indexed, those follow from it
+        return Finding("frame_format", "bug", title, ev, action, num(1000.0))
     if not any(odd.values()):
         return None
     side = "sim" if odd["sim"] >= odd["real"] else "real"
