@@ -21,8 +21,7 @@ Confidence intervals come from the cluster bootstrap of `bootstrap_ci` (episodes
 blocks or matched pairs with few episodes). A replicate sees at most `DIST_MAX_SAMPLES`
 (500) frames per side and there are `DIST_N_BOOT` (100) of them: each FD replicate costs an
 eigendecomposition of at most 500 x 500 (D x D when D is smaller), each KID replicate one
-subset of at most 500 frames per side; at D = 1280 both CIs together take a few seconds per
-encoder. Both distances grow when fewer frames are compared (FD is biased upward by about
+subset of at most 500 frames per side (costs in bench/README.md). Both distances grow when fewer frames are compared (FD is biased upward by about
 Tr(S)/N per side); the interval is centred on the full-set estimate (see `CI`), so it says how
 far the estimate moves, and it is wider (conservative) when replicates are capped.
 """
@@ -245,8 +244,10 @@ def frechet_distance_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *,
     Returns:
         FrechetDistance with `ci`.
     """
-    point = frechet_distance(emb_sim, emb_real)
-    with threadpool_limits(limits=1, user_api="blas"):  # small factorizations: extra threads only spin-wait
+    # One BLAS thread, as the other comparison metrics: on a shared machine a second thread only
+    # spin-waits (a 5,000 x 1,280 point estimate took 13 s with two threads, 3 s with one).
+    with threadpool_limits(limits=1, user_api="blas"):
+        point = frechet_distance(emb_sim, emb_real)
         interval = bootstrap_ci(lambda s, r: frechet_value(s, r)[0], emb_sim, emb_real, episodes_sim=episodes_sim,
                                 episodes_real=episodes_real, n_boot=n_boot, ci=ci, max_samples=max_samples,
                                 estimate=point.value, random_state=random_state, pairs=pairs)
@@ -279,8 +280,8 @@ def kid_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[
         KID with `ci`.
     """
     rng = make_rng(random_state)
-    point = kid(emb_sim, emb_real, n_subsets=n_subsets, subset_size=subset_size, random_state=rng)
     with threadpool_limits(limits=1, user_api="blas"):
+        point = kid(emb_sim, emb_real, n_subsets=n_subsets, subset_size=subset_size, random_state=rng)
         interval = bootstrap_ci(mmd2_unbiased, emb_sim, emb_real, episodes_sim=episodes_sim,
                                 episodes_real=episodes_real, n_boot=n_boot, ci=ci,
                                 max_samples=min(max_samples, subset_size), estimate=point.value, random_state=rng,
