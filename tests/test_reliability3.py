@@ -416,3 +416,23 @@ def test_a_db_that_is_not_a_regular_file_is_refused_before_any_lock(tmp_path, ca
     assert cli.main(["sets", "--db", str(fifo)]) == 2
     _one_line(capsys, "FIFO")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.duckdb", "frames"]
+
+
+@pytest.mark.parametrize("name, text, needle", [
+    ("rates.csv", "policy,task,sim,real,n_sim,n_real\na,t,0.2,0.3,1e300,50\nb,t,0.6,0.5,50,50\n", "`n_sim`"),
+    ("rates.jsonl", '{"policy": "a", "task": "t", "sim": 0.2, "real": 0.3, "n_sim": 1' + "0" * 400 + ', "n_real": 5}\n'
+     '{"policy": "b", "task": "t", "sim": 0.6, "real": 0.5, "n_sim": 5, "n_real": 5}\n', "`n_sim`"),
+])
+def test_rank_fidelity_counts_beyond_any_rollout_log_are_one_line(tmp_path, capsys, name, text, needle):
+    f = tmp_path / name
+    f.write_text(text)
+    assert cli.main(["rank-fidelity", str(f)]) == 2
+    _one_line(capsys, needle, "Row 1")
+
+
+def test_rollouts_episode_length_beyond_any_rollout_is_one_line(tmp_path, capsys):
+    f = tmp_path / "r.csv"
+    f.write_text("policy,task,domain,success,episode_length\na,t,sim,1,1e308\na,t,sim,0,1.7e308\n"
+                 "a,t,real,1,10\na,t,real,0,5\n")
+    assert cli.main(["rollouts", str(f)]) == 2
+    _one_line(capsys, "`episode_length`", "Row 1")

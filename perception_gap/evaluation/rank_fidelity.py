@@ -31,6 +31,7 @@ MIN_BOOT, MAX_BOOT = 200, 100_000
 # MMRV above MAX_MMRV (0.1: on average, a policy that sim misplaces is 10 points of real success
 # away from the one it was swapped with).
 MIN_PEARSON, MAX_MMRV = 0.7, 0.1
+MAX_COUNT = 1_000_000_000  # episodes per policy and side; the bootstrap draws counts as int64
 
 
 def mmrv(sim: np.ndarray, real: np.ndarray) -> float:
@@ -224,7 +225,7 @@ def parse_rates(columns: dict[str, list[Any]], source: str = "FILE") -> list[Pol
         counts = []
         for c in ("n_sim", "n_real"):
             v = columns.get(c, [None] * n)[i]
-            x = None if v is None else number(v, c, row, low=1)
+            x = None if v is None else number(v, c, row, low=1, high=MAX_COUNT)
             if x is not None and x != int(x):
                 raise InputError(f"Row {row}: expected `{c}` to be a whole number, got {v!r}.")
             counts.append(None if x is None else int(x))

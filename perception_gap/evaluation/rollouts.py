@@ -26,6 +26,8 @@ SIM_BASELINE_MIN_EPISODES = 1000
 SIM_BASELINE_MIN_RATE = 0.85
 FAILURE_MODES_ALPHA = 0.05
 LENGTH_BINS = 10
+# Steps (or seconds) of one episode: a billion is beyond any rollout; sums of larger values overflow.
+MAX_EPISODE_LENGTH = 1e9
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,8 @@ def parse_rollouts(columns: dict[str, list[Any]], source: str = "FILE") -> list[
         out.append(Rollout(
             policy=label(columns["policy"][i], "policy", row), task=label(columns["task"][i], "task", row),
             domain=domain, success=_success(columns["success"][i], row),
-            episode_length=None if length is None else number(length, "episode_length", row, low=0),
+            episode_length=None if length is None else number(length, "episode_length", row, low=0,
+                                                              high=MAX_EPISODE_LENGTH),
             failure_mode=None if mode is None or str(mode).strip() == "" else str(mode).strip()))
     return out
 

@@ -69,7 +69,7 @@ def number(value: Any, column: str, row: int, *, low: float = -math.inf, high: f
     """A finite number within [low, high], else one error naming the row, column and value."""
     try:
         x = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond a float's range
         x = math.nan
     if not (math.isfinite(x) and low <= x <= high):
         bounds = f" in [{low:g}, {high:g}]" if math.isfinite(low) or math.isfinite(high) else ""
