@@ -92,6 +92,8 @@ SKIP_AFTER: dict[str, frozenset[str]] = {
     "resize_filter": _HF,
     "sharpness": _HF,
     "depth_dropout": frozenset({"depth_invalid"}),
+    # a different size or aspect changes what the frame covers: its own bug, named first
+    "field_of_view": frozenset({"resolution"}),
 }
 
 
