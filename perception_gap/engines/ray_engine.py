@@ -67,13 +67,17 @@ def require_ray() -> Any:
     return ray
 
 
-def _loopback_only() -> None:
-    """This process's Ray picks the loopback address as a single-machine platform's does (the
-    setting LOCAL_ENV gives Ray's own processes, read here once at import)."""
+def _cluster_mode(value: bool) -> bool | None:
+    """Set Ray's `ENABLE_RAY_CLUSTER` in this process (False: every address the loopback one, as on
+    a single-machine platform; LOCAL_ENV sets it for Ray's own processes, which read it at import,
+    as this one did). Returns the value it replaced, None when this Ray has no such setting."""
     from ray._private import ray_constants
 
-    if hasattr(ray_constants, "ENABLE_RAY_CLUSTER"):
-        ray_constants.ENABLE_RAY_CLUSTER = False
+    if not hasattr(ray_constants, "ENABLE_RAY_CLUSTER"):
+        return None
+    old = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = value
+    return old
 
 
 def _restore_env(saved: dict[str, str | None]) -> None:
@@ -270,9 +274,10 @@ class RayEngine:
         if not ray.is_initialized():
             local = not self.address
             saved = {k: os.environ.get(k) for k in LOCAL_ENV}
+            mode = None
             if local:
                 os.environ.update(LOCAL_ENV)
-                _loopback_only()
+                mode = _cluster_mode(False)
             try:
                 ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
                          logging_level=logging.ERROR, configure_logging=True,
@@ -284,6 +289,8 @@ class RayEngine:
                 raise InputError(f"Cannot connect to the Ray cluster at `--address` {self.address!r}: {why}.") from None
             finally:
                 _restore_env(saved)  # Ray's processes have started with it; this one goes on as it was
+                if mode is not None:
+                    _cluster_mode(mode)
             self._started = True
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
