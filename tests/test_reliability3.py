@@ -221,6 +221,9 @@ def _reprojection(tmp_path: Path, sim: dict, grid: dict | None = None) -> Path:
     (_camera(width=1e12), "sim.width"),
     (_camera(dist=[[0.1, 0.0], [0.0]]), "sim.dist"),
     (_camera(dist=[0.1, "a", 0, 0]), "sim.dist"),
+    (_camera(dist=[-1e308, 1e308, 0, 0, 1e308]), "sim.dist"),  # its monotonic range needed roots of infinities
+    (_camera(K=[[1e308, 0, 320], [0, 1e308, 240], [0, 0, 1]]), "sim.K"),
+    (_camera(T_base_cam=[[1, 0, 0, 1e308], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]), "sim.T_base_cam"),
 ])
 def test_bad_camera_fields_are_one_line(tmp_path, capsys, sim, needle):
     assert cli.main(["reprojection", str(_reprojection(tmp_path, sim))]) == 2
@@ -230,11 +233,22 @@ def test_bad_camera_fields_are_one_line(tmp_path, capsys, sim, needle):
 @pytest.mark.parametrize("grid", [
     {"min": [0, 0, 0], "max": [1, 1, 1], "step": 1e-300},  # 1e300 points per axis: int64 wraps
     {"min": [0, 0, 0], "max": [1, 1, 1], "step": 5e-7},  # 2e6 per axis: the product wraps past 2**63
-    {"min": [-1e308, 0, 0], "max": [1e308, 1, 1], "step": 1.0},  # the span itself overflows
 ])
 def test_a_grid_whose_point_count_overflows_is_refused(tmp_path, capsys, grid):
     assert cli.main(["reprojection", str(_reprojection(tmp_path, _camera(), grid))]) == 2
     _one_line(capsys, "grid points", "grid.step")
+
+
+def test_grid_bounds_and_known_points_beyond_any_workspace_are_refused(tmp_path, capsys):
+    far = {"min": [-1e308, 0, 0], "max": [1e308, 1, 1], "step": 1.0}  # the span itself overflows
+    assert cli.main(["reprojection", str(_reprojection(tmp_path, _camera(), far))]) == 2
+    _one_line(capsys, "grid.min", "1e+06 m")
+    f = _reprojection(tmp_path, _camera())
+    spec = json.loads(f.read_text())
+    spec["points"] = [{"xyz": [0, 0, 1], "pixel": [1e308, 0]}]
+    f.write_text(json.dumps(spec))
+    assert cli.main(["reprojection", str(f)]) == 2
+    _one_line(capsys, "`points`", "1e+308 px")
 
 
 def test_identical_cameras_reproject_to_zero(tmp_path):

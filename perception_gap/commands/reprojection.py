@@ -11,7 +11,10 @@ import numpy as np
 
 from perception_gap.commands.output import check_outputs, finish_check, gate
 from perception_gap.errors import InputError
+from perception_gap.geometry.reprojection import MAX_COORD_M
 from perception_gap.version import __version__
+
+MAX_PIXEL = 1e9  # an observed pixel this far outside any image is a typo
 
 
 def load_spec(path: str) -> dict[str, Any]:
@@ -44,6 +47,9 @@ def _known_points(obj: Any) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]
     if xyz.ndim != 2 or xyz.shape[1:] != (3,) or px.shape != (len(xyz), 2) or not (
             np.isfinite(xyz).all() and np.isfinite(px).all()):
         raise InputError(f"Expected `points` as finite xyz triples with pixel pairs, got shapes {xyz.shape} and {px.shape}.")
+    if (np.abs(xyz) > MAX_COORD_M).any() or (np.abs(px) > MAX_PIXEL).any():
+        raise InputError(f"Expected `points` xyz within +-{MAX_COORD_M:g} m and pixels within +-{MAX_PIXEL:g}, got "
+                         f"{float(np.abs(xyz).max()):g} m and {float(np.abs(px).max()):g} px at the largest.")
     return xyz, px
 
 

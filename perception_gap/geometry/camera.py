@@ -22,6 +22,11 @@ from perception_gap.errors import InputError
 ROTATION_TOL = 1e-4  # max |R^T R - I| entry: a rotation written with 5-6 decimals passes
 MIN_DEPTH_M = 1e-6  # a point closer to the camera plane than this is behind it
 MAX_SIDE_PX = 1_000_000  # no camera's image is wider or taller
+# Beyond these no calibration is meant (a focal length of 1e7 px, a camera 1,000 km from the base,
+# a distortion coefficient of 1e6), and products of such values overflow a float.
+MAX_INTRINSIC_PX = 1e7
+MAX_TRANSLATION_M = 1e6
+MAX_DIST_COEFF = 1e6
 
 
 @dataclass(frozen=True)
@@ -50,15 +55,15 @@ class Camera:
                 "T_base_cam": self.T_base_cam.tolist()}
 
 
-def _matrix(value: Any, shape: tuple[int, int], what: str) -> np.ndarray:
+def _matrix(value: Any, shape: tuple[int, int], what: str, limit: float) -> np.ndarray:
     try:
         m = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(f"Expected `{what}` to be a {shape[0]}x{shape[1]} matrix of numbers, got {value!r:.80}.") from None
     if m.shape != shape:
         raise InputError(f"Expected `{what}` to be {shape[0]}x{shape[1]}, got shape {m.shape}.")
-    if not np.isfinite(m).all():
-        raise InputError(f"Expected `{what}` to be finite, got {m.tolist()}.")
+    if not (np.isfinite(m).all() and (np.abs(m) <= limit).all()):
+        raise InputError(f"Expected `{what}` to be finite, each entry within +-{limit:g}, got {m.tolist()}.")
     return m
 
 
@@ -91,7 +96,7 @@ def parse_camera(obj: Any, name: str) -> Camera:
                 or not 1 <= v <= MAX_SIDE_PX:
             raise InputError(f"Expected `{name}.{key}` to be an integer in [1, {MAX_SIDE_PX}] pixels, got {v!r}.")
         size.append(int(v))
-    K = _matrix(obj["K"], (3, 3), f"{name}.K")
+    K = _matrix(obj["K"], (3, 3), f"{name}.K", MAX_INTRINSIC_PX)
     if K[0, 0] <= 0 or K[1, 1] <= 0:
         raise InputError(f"Expected `{name}.K` to have positive focal lengths, got fx={K[0, 0]:g}, fy={K[1, 1]:g} "
                          f"(a singular camera).")
@@ -102,10 +107,12 @@ def parse_camera(obj: Any, name: str) -> Camera:
         d = np.asarray(dist, dtype=np.float64) if isinstance(dist, (list, tuple)) else None
     except (TypeError, ValueError):  # nested lists of unequal lengths, text
         d = None
-    if d is None or d.ndim != 1 or d.size not in (0, 4, 5) or not np.isfinite(d).all():
-        raise InputError(f"Expected `{name}.dist` to be [k1, k2, p1, p2] or [k1, k2, p1, p2, k3] (finite), got {dist!r}.")
+    if d is None or d.ndim != 1 or d.size not in (0, 4, 5) or not np.isfinite(d).all() or \
+            (np.abs(d) > MAX_DIST_COEFF).any():
+        raise InputError(f"Expected `{name}.dist` to be [k1, k2, p1, p2] or [k1, k2, p1, p2, k3] (finite, within "
+                         f"+-{MAX_DIST_COEFF:g}), got {dist!r:.120}.")
     d = np.concatenate([d, np.zeros(5 - d.size)])
-    T = _matrix(obj["T_base_cam"], (4, 4), f"{name}.T_base_cam")
+    T = _matrix(obj["T_base_cam"], (4, 4), f"{name}.T_base_cam", MAX_TRANSLATION_M)
     if not np.allclose(T[3], [0, 0, 0, 1], atol=1e-9):
         raise InputError(f"Expected `{name}.T_base_cam` last row [0, 0, 0, 1], got {T[3].tolist()}.")
     R = T[:3, :3]
@@ -129,8 +136,13 @@ def project(camera: Camera, points: np.ndarray) -> tuple[np.ndarray, np.ndarray,
         MIN_DEPTH_M and inside the distortion's monotonic range), `in_image` (N,) bool (in front
         and 0 <= u < width, 0 <= v < height).
     """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # far points: inf, then outside
+        return _project(camera, np.asarray(points, dtype=np.float64))
+
+
+def _project(camera: Camera, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     R, t = camera.T_base_cam[:3, :3], camera.T_base_cam[:3, 3]
-    pc = (np.asarray(points, dtype=np.float64) - t) @ R  # rows of R.T @ (p - t)
+    pc = (points - t) @ R  # rows of R.T @ (p - t)
     z = pc[:, 2]
     front = z > MIN_DEPTH_M
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -27,6 +27,7 @@ from perception_gap.findings import Finding
 from perception_gap.geometry.camera import Camera, project
 
 MAX_GRID_POINTS = 100_000
+MAX_COORD_M = 1e6  # a workspace within 1,000 km of the robot's base
 STRUCTURE_MIN_GROWTH_PX = 1.0
 STRUCTURE_MIN_SHARE = 0.25
 THEIL_SEN_MAX_POINTS = 1500  # pairwise slopes are O(n²): a fixed random subset above this
@@ -43,8 +44,10 @@ def grid_points(lo: Any, hi: Any, step: Any) -> np.ndarray:
         a, b, s = (np.asarray(v, dtype=np.float64) for v in (lo, hi, step))
     except (TypeError, ValueError):
         raise InputError(f"Expected `grid` min/max as [x, y, z] and step in metres, got {lo!r}, {hi!r}, {step!r}.") from None
-    if a.shape != (3,) or b.shape != (3,) or not (np.isfinite(a).all() and np.isfinite(b).all()) or (a > b).any():
-        raise InputError(f"Expected `grid.min` and `grid.max` as [x, y, z] with min <= max, got {lo!r} and {hi!r}.")
+    if a.shape != (3,) or b.shape != (3,) or not (np.isfinite(a).all() and np.isfinite(b).all()) or (a > b).any() \
+            or (np.abs(a) > MAX_COORD_M).any() or (np.abs(b) > MAX_COORD_M).any():
+        raise InputError(f"Expected `grid.min` and `grid.max` as [x, y, z] with min <= max, within +-{MAX_COORD_M:g} m, "
+                         f"got {lo!r:.80} and {hi!r:.80}.")
     if s.shape != () or not math.isfinite(float(s)) or float(s) <= 0:
         raise InputError(f"Expected `grid.step` to be a positive number of metres, got {step!r}.")
     with np.errstate(over="ignore"):  # a span or step so extreme the count is infinite: refused below
