@@ -331,6 +331,11 @@ def test_a_unit_that_contradicts_fps_is_a_finding(tmp_path):
     assert json.loads(js.read_text())["findings"] == []
 
 
+def test_latency_with_one_named_stage_is_one_line(tmp_path, capsys):
+    assert cli.main(["latency", str(_latency_log(tmp_path / "t.csv")), "--fps", "30", "--stages", "capture"]) == 2
+    _one_line(capsys, "--stages", "at least two", "capture")
+
+
 def test_rank_fidelity_finding_below_the_documented_defaults(tmp_path):
     good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
     good.write_text("policy,task,sim,real\na,t,0.1,0.15\nb,t,0.4,0.45\nc,t,0.7,0.8\n")

@@ -86,6 +86,8 @@ def stage_columns(columns: dict[str, list[Any]], stages: list[str] | None) -> li
             raise InputError(f"Stage column(s) {', '.join(missing)} not in the log (has: {', '.join(columns)}).")
         if len(set(stages)) != len(stages):
             raise InputError(f"Expected `--stages` to name each stage once, got {','.join(stages)}.")
+        if len(stages) < 2:  # a latency is the interval between two stamps
+            raise InputError(f"Expected `--stages` to name at least two stage columns, got {','.join(stages)}.")
         return list(stages)
     found = [c for c in columns if c.lower() not in NOT_STAGES]
     if len(found) < 2:
