@@ -157,6 +157,11 @@ def finite_json(obj: Any) -> tuple[Any, list[dict[str, str]]]:
 
 def dumps(obj: Any) -> str:
     """The JSON text of a result: non-finite numbers become null, listed under the top-level `non_finite`."""
+    try:  # the usual case, all numbers finite: one pass, no copy
+        return json.dumps(obj, indent=2, default=json_default, allow_nan=False, ensure_ascii=False)
+    except ValueError as e:
+        if "JSON compliant" not in str(e):
+            raise
     clean, bad = finite_json(obj)
     if bad and isinstance(clean, dict):
         clean["non_finite"] = list(clean.get("non_finite") or []) + bad
