@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", default=DEFAULT_DB, help=f"catalog file (default: {DEFAULT_DB})")
     common.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors; no progress bar")
-    common.add_argument("--workers", type=int, default=None, help="worker processes/threads (default: all cores)")
+    common.add_argument("--workers", type=bounded_int(1, 1024), default=None,
+                        help="worker processes/threads, 1 to 1024 (default: all cores)")
     common.add_argument("-v", "--verbose", action="store_true", help="log progress details to stderr")
     common.add_argument("--wait", type=finite_float(0.0, 86_400.0), default=0.0, metavar="SECONDS",
                         help="when another command is writing the catalog, wait up to this long for it "

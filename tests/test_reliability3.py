@@ -70,6 +70,12 @@ def test_gate_thresholds_must_be_finite(tmp_path, capsys, command, flag, value):
     _one_line(capsys, flag, repr(value))
 
 
+@pytest.mark.parametrize("value", ["0", "1025", "1000000"])
+def test_workers_is_bounded(tmp_path, capsys, value):
+    assert cli.main(["sets", "--db", str(tmp_path / "c.duckdb"), "--workers", value]) == 2
+    _one_line(capsys, "--workers", "[1, 1024]", repr(value))
+
+
 @pytest.mark.parametrize("value", ["-1", "1", "199", "100001", "1e8"])
 def test_rank_fidelity_n_boot_is_validated_and_capped(tmp_path, capsys, value):
     f = tmp_path / "rates.csv"
