@@ -374,7 +374,7 @@ def test_generated_lerobot_metadata_never_crashes_nor_reads_outside(tmp_path_fac
     assert not outside(opened, root, tmp)
 
 
-@PROPS
+@settings(PROPS, max_examples=25)
 @given(demos=st.lists(st.tuples(
     st.sampled_from(["ok", "grey", "chw", "rank2", "rank5", "empty", "string", "bool", "float", "external_link",
                      "external_storage", "virtual", "soft", "loop", "obs_dataset", "demo_dataset", "huge", "missing"]),
