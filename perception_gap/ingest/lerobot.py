@@ -252,11 +252,8 @@ def _check_usable(root: Path, camera: str, entries: list[FrameEntry]) -> None:
         return
     if not entries:
         raise InputError(f"LeRobot dataset {str(root)!r} lists no row for camera {camera!r}.")
-    reasons = {e.error for e in entries}
-    first = entries[0].error
-    more = f" ({len(reasons)} distinct reasons; the first)" if len(reasons) > 1 else ""
     raise InputError(f"No row of LeRobot dataset {str(root)!r} has a readable {camera!r} frame "
-                     f"({len(entries)} rows){more}: {first}.")
+                     f"({len(entries)} rows skipped; the first: {entries[0].error}).")
 
 
 def lerobot_source(root: Path, camera: str, depth_camera: str | None = None, depth_unit: str | None = None) -> str:
