@@ -19,6 +19,7 @@ from scenes import blur, render, scenes, write_set  # noqa: E402
 import cli  # noqa: E402
 from perception_gap.statistics.image import image_stats_pil  # noqa: E402
 from perception_gap.workflows import drift_gates as drift  # noqa: E402
+from tests.figures import capture, check_stats_plots, legend, lines, only, ticklabels  # noqa: E402
 
 N = 40
 
@@ -106,10 +107,34 @@ def test_config_overrides_and_bad_config(world, tmp_path):
     assert _drift(tmp, db, "clean", "--config", str(tmp_path / "missing.toml"))[0] == 2
 
 
-def test_history_records_every_check(world, capsys):
+def _check_drift_plots(drawn, res):
+    """The trend holds each gate's value / threshold per stored run, the x ticks name the runs;
+    the statistics plots by value, the baseline as the reference colour."""
+    from reports.plots import PALETTE
+
+    colours = check_stats_plots(drawn, res)
+    assert colours[res["drift"]["baseline"]] == PALETTE[0].lower() != colours[res["drift"]["current"]]
+    hist = res["drift"]["history"]
+    (fig,) = only(drawn, "drift_trend")
+    (ax,) = fig.axes
+    assert ticklabels(ax) == [str(h["run_id"]) for h in hist]
+    drawn_lines = {label: (x, y) for x, y, _, label, _ in lines(ax) if not label.startswith("_")}
+    names = sorted({k for h in hist for k in h["ratios"]})
+    assert sorted(drawn_lines) == names and "sharpness" in names
+    for name in names:
+        want = [(i, h["ratios"][name]) for i, h in enumerate(hist) if h["ratios"].get(name) is not None]
+        np.testing.assert_allclose(np.c_[drawn_lines[name]], np.asarray(want, float), err_msg=name)
+    # blurring moves the sharpness gate far beyond the clean run (the gate judges the CI, not this point)
+    assert drawn_lines["sharpness"][1][-1] > 2 * drawn_lines["sharpness"][1][-2]
+    assert (ax.get_ylabel(), list(legend(ax))) == ("value / threshold", names)
+
+
+def test_history_records_every_check(world, capsys, monkeypatch):
     tmp, db = world
     _drift(tmp, db, "clean")
+    drawn = capture(monkeypatch)
     rc, res = _drift(tmp, db, "blurred")
+    _check_drift_plots(drawn, res)
     hist = res["drift"]["history"]
     assert len(hist) >= 2 and hist[-1]["current"] == "blurred" and hist[-1]["passed"] is False
     assert "sharpness" in hist[-1]["failed"] and hist[-2]["passed"] is True

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cli import main
+from tests.figures import capture, legend, lines, only, points
 from tests.test_geometry import _cam, _look_down, _rot
 
 REPO_CLI = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "cli.py")
@@ -25,9 +26,39 @@ def _cams(tmp_path, real_T=None, **extra):
     return path
 
 
-def test_reprojection_writes_its_section_report_and_gates(tmp_path, capsys):
+def _check_reprojection_plots(drawn, rep):
+    """Each heatmap layer holds that z's grid points coloured by their own error (shared scale
+    0..max, px); the second plot holds error against distance from the centre and the fitted line."""
+    heat, line = only(drawn, "reprojection_plots")
+    pts, err = np.asarray(rep["grid"]["points"]), np.asarray(rep["grid"]["error_px"], float)
+    layers = heat.axes
+    assert len(layers) == len(np.unique(pts[:, 2])) == 1
+    for ax in layers:
+        z = float(ax.get_title().split("=")[1].split()[0])
+        (off, _, _), = points(ax)
+        coll = ax.collections[0]
+        mine = np.isclose(pts[:, 2], z)
+        np.testing.assert_allclose(off, pts[mine, :2])
+        np.testing.assert_allclose(coll.get_array(), err[mine])
+        assert coll.get_clim() == pytest.approx((0, err.max()))
+        assert ax.get_xlabel() == "x (m)" and ax.get_title().endswith(" m")
+    assert [a.get_ylabel() for a in heat.figure.axes if a.get_label() == "<colorbar>"] == ["error (px)"]
+    (ax,) = line.axes
+    (off, _, _), = points(ax)
+    dist = np.linalg.norm(pts - np.asarray(rep["centre"]), axis=1)
+    np.testing.assert_allclose(off, np.c_[dist, err])
+    (x, y, _, label, _), = lines(ax)
+    np.testing.assert_allclose(y, rep["intercept_px"] + rep["slope_px_per_m"] * x)
+    assert x[0] == 0 and x[1] == pytest.approx(dist.max())
+    assert label == f"{rep['slope_px_per_m']:.3g} px/m" and list(legend(ax)) == [label]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("distance from the grid centre (m)", "error (px)")
+
+
+def test_reprojection_writes_its_section_report_and_gates(tmp_path, capsys, monkeypatch):
+    drawn = capture(monkeypatch)
     T = _look_down(1.0)
     T[:3, :3] = T[:3, :3] @ _rot("z", 2.0)
+    T[0, 3] += 0.01  # and a shift, so that the error surface is not symmetric about the centre
     f = _cams(tmp_path, T)
     out, js = tmp_path / "out", tmp_path / "r.json"
     assert main(["reprojection", str(f), "--out", str(out), "--json", str(js), "--max-mean-px", "100"]) == 0
@@ -38,6 +69,8 @@ def test_reprojection_writes_its_section_report_and_gates(tmp_path, capsys):
     assert [x["code"] for x in res["findings"]] == ["extrinsics"]
     html = (out / "report.html").read_text()
     assert "Reprojection" in html and html.count("data:image/png;base64") == 2
+    assert np.ptp(rep["grid"]["error_px"]) > 1  # a rotation about the optical axis: error grows outwards
+    _check_reprojection_plots(drawn, rep)
     assert json.loads((out / "results.json").read_text()) == res
     capsys.readouterr()
     assert main(["reprojection", str(f), "--max-mean-px", "1", "-q"]) == 1
@@ -84,8 +117,33 @@ def _replay_log(tmp_path, offset: float, ext: str = "csv"):
     return path
 
 
+def _check_replay_plot(drawn, rp):
+    """Per episode: translation error in mm on the left axis, rotation in degrees on the right,
+    the divergence and first-contact steps as vertical lines, each named in the legend."""
+    from reports.plots import REAL_COLOR, SIM_COLOR
+
+    figs = only(drawn, "replay_plot")
+    assert len(figs) == len(rp["episodes"]) == 2
+    for fig, ep in zip(figs, rp["episodes"]):
+        ax, ax2 = fig.axes
+        assert ax.get_title() == f"episode {ep['episode']}"
+        (tx, ty, tc, tl, _), *marks = lines(ax)
+        np.testing.assert_allclose(tx, ep["steps"])
+        np.testing.assert_allclose(ty, np.asarray(ep["translation_error"]) * 1000)
+        assert (tl, tc, ax.get_ylabel()) == ("translation (mm)", REAL_COLOR.lower(), "translation error (mm)")
+        (rx, ry, rc, rl, _), = lines(ax2)
+        np.testing.assert_allclose(rx, ep["steps"])
+        np.testing.assert_allclose(ry, ep["rotation_error_deg"])
+        assert (rl, rc, ax2.get_ylabel()) == ("rotation (deg)", SIM_COLOR.lower(), "rotation error (deg)")
+        assert {m[3]: m[0][0] for m in marks} == {"divergence step": ep["divergence_step"],
+                                                  "first contact step": ep["first_contact_step"]}
+        assert ep["first_contact_step"] == 12
+        assert list(legend(ax)) == ["translation (mm)", "divergence step", "first contact step"]
+
+
 @pytest.mark.parametrize("ext", ["csv", "jsonl"])
-def test_replay_gives_back_a_known_offset_and_gates(tmp_path, ext):
+def test_replay_gives_back_a_known_offset_and_gates(tmp_path, ext, monkeypatch):
+    drawn = capture(monkeypatch)
     f = _replay_log(tmp_path, 0.02, ext)
     js = tmp_path / "r.json"
     assert main(["replay", str(f), "--json", str(js), "--max-translation-m", "0.05", "-q"]) == 0
@@ -97,6 +155,7 @@ def test_replay_gives_back_a_known_offset_and_gates(tmp_path, ext):
     assert main(["replay", str(f), "--max-translation-m", "0.01", "-q", *out]) == 1
     if out:
         assert "Replay" in (tmp_path / "o" / "report.html").read_text()
+        _check_replay_plot(drawn, json.loads((tmp_path / "o" / "results.json").read_text())["replay"])
 
 
 def test_replay_bad_input_is_one_line_exit_2(tmp_path, capsys):

@@ -10,6 +10,7 @@ import pytest
 import cli
 from perception_gap.errors import InputError
 from perception_gap.evaluation.latency import analyze_latency, latency_findings
+from tests.figures import bars, capture, legend, lines, only, ticklabels
 
 
 def _log(n=200, seed=0):
@@ -66,16 +67,54 @@ def test_non_monotonic_timestamps(change, needle):
         analyze_latency(cols, fps=20)
 
 
-def test_cli_gate_missing_stage_and_report(tmp_path, capsys):
+def _check_latency_plots(drawn, lat):
+    """The histogram holds every end-to-end sample (numpy's 40 bins over them) with the tick at
+    tick_ms; the stacked bars hold each stage's p50 and p95 in pipeline order, in ms."""
+    (hist,) = only(drawn, "latency_histogram")
+    (ax,) = hist.axes
+    sample = np.asarray(lat["end_to_end_sample"], float)
+    assert len(sample) == lat["n_ticks"]
+    counts, edges = np.histogram(sample, bins=40)
+    got = bars(ax)
+    np.testing.assert_allclose([b[3] for b in got], counts)
+    np.testing.assert_allclose([b[0] for b in got], edges[:-1])
+    (tick,) = [x for x, _, _, label, _ in lines(ax) if label.startswith("tick")]
+    assert tick[0] == pytest.approx(lat["tick_ms"]) == pytest.approx(50.0)
+    assert list(legend(ax)) == [f"tick {lat['tick_ms']:.1f} ms"]
+    assert ax.get_xlabel() == "end-to-end latency (ms)"
+    (stacked,) = only(drawn, "stage_bars")
+    (ax,) = stacked.axes
+    got = bars(ax)
+    assert lat["stage_order"] == ["capture", "received", "inferred", "actuated"]  # capture is the reference
+    order = ["received", "inferred", "actuated"]
+    assert len(got) == 2 * len(order)
+    for row, q in enumerate(("p50", "p95")):
+        left = 0.0
+        for (x, y, w, h, _), stage in zip(got[row * len(order):(row + 1) * len(order)], order):
+            assert y + h / 2 == pytest.approx(row) and x == pytest.approx(left)
+            assert w == pytest.approx(lat["stages"][stage][q])
+            left += w
+    assert ticklabels(ax, "y") == ["p50", "p95"]
+    assert list(legend(ax)) == order  # the colours are told apart by the legend, in pipeline order
+    assert [legend(ax)[s] for s in order] == [c for *_, c in got[:len(order)]]
+    assert ax.get_xlabel().startswith("ms from the first stage")
+
+
+def test_cli_gate_missing_stage_and_report(tmp_path, capsys, monkeypatch):
     cols, _ = _log(100)
     f = tmp_path / "ticks.csv"
     f.write_text("\n".join([",".join(cols)] + [",".join(str(cols[k][i]) for k in cols) for i in range(100)]) + "\n")
     out = tmp_path / "out"
+    drawn = capture(monkeypatch)
     assert cli.main(["latency", str(f), "--fps", "20", "--out", str(out), "--json", str(tmp_path / "l.json")]) == 0
     res = json.loads((tmp_path / "l.json").read_text())
     assert set(res["latency"]["stages"]) == {"received", "inferred", "actuated"}
     assert res["findings"][0]["code"] == "latency_budget"
     assert (out / "report.html").read_text().count("<img") == 2  # histogram and stacked bars
+    # the sample is the log's own: capture to actuated, in ms
+    e2e = (np.asarray(cols["actuated"]) - np.asarray(cols["capture"])) * 1000
+    np.testing.assert_allclose(sorted(res["latency"]["end_to_end_sample"]), sorted(e2e), rtol=1e-9)
+    _check_latency_plots(drawn, res["latency"])
     p95 = res["latency"]["end_to_end"]["p95"]
     assert cli.main(["latency", str(f), "--fps", "20", "--max-p95-ms", str(p95 - 1), "-q"]) == 1
     assert cli.main(["latency", str(f), "--fps", "20", "--max-p95-ms", str(p95 + 1), "-q"]) == 0

@@ -11,6 +11,7 @@ from PIL import Image
 
 from cli import main
 from perception_gap.geometry.policy import MISMATCH_REL, compare_actions, policy_findings
+from tests.figures import capture, hexc, lines, only, ticklabels
 
 KEYS = [f"k{i}" for i in range(8)]
 
@@ -109,12 +110,41 @@ def test_same_frames_agree_and_the_gate_passes(world, tmp_path):
     assert "Policy check" in html and "data:image/png;base64" in html
 
 
-def test_dark_real_frames_collapse_the_image_dimensions(world, tmp_path):
+def _check_policy_plot(drawn, per_dim):
+    """Two boxes per action dimension, sim then real, each drawn from its own stored quantiles
+    (whisker ends p5/p95, box p25..p75, median line) in its side's colour, labelled `is`/`ir`."""
+    from reports.plots import REAL_COLOR, SIM_COLOR
+
+    (fig,) = only(drawn, "policy_plot")
+    (ax,) = fig.axes
+    expect = [(f"{i}{dom[0]}", d[f"{dom}_quantiles"], (SIM_COLOR if dom == "sim" else REAL_COLOR).lower())
+              for i, d in enumerate(per_dim) for dom in ("sim", "real")]
+    assert ticklabels(ax) == [label for label, _, _ in expect]
+    boxes = [p for p in ax.patches]
+    assert len(boxes) == len(expect)
+    segs = lines(ax)
+    for k, (box, (label, q, colour)) in enumerate(zip(boxes, expect)):
+        ys = box.get_path().vertices[:, 1]
+        assert (ys.min(), ys.max()) == (pytest.approx(q[1]), pytest.approx(q[3])), label
+        assert hexc(box.get_facecolor()) == colour, label
+        near = [ln for ln in segs if np.allclose(ln[0].mean(), k + 1, atol=0.3)]  # bxp puts box k at k + 1
+        ends = sorted({round(float(v), 9) for ln in near for v in ln[1]})
+        assert ends == sorted({round(float(v), 9) for v in q}), label
+    assert "s = sim, r = real" in ax.get_title()
+
+
+def test_dark_real_frames_collapse_the_image_dimensions(world, tmp_path, monkeypatch):
     js = tmp_path / "r.json"
-    assert _run(world, "mean.pt", "--json", str(js), "--max-rel-diff", "0.5", real="dark") == 1
+    drawn = capture(monkeypatch)
+    assert _run(world, "mean.pt", "--json", str(js), "--max-rel-diff", "0.5", "--out", str(tmp_path / "o"),
+                real="dark") == 1
     res = json.loads(js.read_text())
     collapse = next(f for f in res["findings"] if f["code"] == "action_collapse")
     assert collapse["evidence"]["dims"] == [0, 1, 2]  # the three channel means; proprio dims still agree
+    per_dim = res["policy_check"]["per_dim"]
+    # the dark real side's image dimensions sit at 0, the sim side's do not: sides can be told apart
+    assert all(d["real_quantiles"] == [0.0] * 5 and d["sim_quantiles"][2] > 0.3 for d in per_dim[:3])
+    _check_policy_plot(drawn, per_dim)
 
 
 def test_a_policy_that_ignores_its_input_collapses(world, tmp_path):

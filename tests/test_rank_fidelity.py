@@ -9,6 +9,7 @@ import pytest
 
 import cli
 from perception_gap.evaluation.rank_fidelity import PolicyRates, mmrv, pearson, rank_fidelity, violations
+from tests.figures import capture, lines, only, points
 
 # SimplerEnv's published tables (simpler_env/utils/metrics.py: REAL_PERF, SIMPLER_PERF; the paper's
 # visual-matching numbers), policies in the order rt-2-x, rt-1-converged, rt-1-15pct, rt-1-x,
@@ -59,7 +60,30 @@ def test_bootstrap_intervals_hold_the_point_and_shrink_with_counts():
     assert (big.pearson_ci[1] - big.pearson_ci[0]) < (small.pearson_ci[1] - small.pearson_ci[0])
 
 
-def test_cli_rates_file_gate_and_skips(tmp_path, capsys):
+def _check_rank_scatter(drawn, tasks):
+    """One scatter per task: each policy at (sim, real) with its own name beside it, each
+    violation a dashed red segment joining the two policies' points, axes named sim (x), real (y)."""
+    figs = only(drawn, "rank_scatter")
+    assert len(figs) == len(tasks)
+    for fig, (task, entry) in zip(figs, tasks.items()):
+        (ax,) = fig.axes
+        assert ax.get_title().startswith(task)
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("sim success", "real success")
+        pts = np.vstack([off for off, *_ in points(ax)])
+        names = {t.get_text(): t.xy for t in ax.texts}
+        want = {p["policy"]: (p["sim"], p["real"]) for p in entry["policies"]}
+        assert set(names) == set(want)
+        for name, xy in want.items():
+            np.testing.assert_allclose(names[name], xy)
+            assert np.isclose(pts, xy).all(1).sum() == 1, name
+        segs = sorted(tuple(np.round(np.r_[x, y], 9)) for x, y, c, _, _ in lines(ax) if c == "#c0392b")
+        expect = sorted(tuple(np.round([want[a][0], want[b][0], want[a][1], want[b][1]], 9))
+                        for a, b in entry["violations"])
+        assert segs == expect and len(expect) > 0
+
+
+def test_cli_rates_file_gate_and_skips(tmp_path, capsys, monkeypatch):
+    drawn = capture(monkeypatch)
     f = tmp_path / "rates.csv"
     lines = ["policy,task,sim,real"] + [f"p{i},move_near,{s},{r}" for i, (s, r) in
                                         enumerate(zip(*REFERENCE["google_robot_move_near"][:2]))] + ["solo,other,0.5,0.4"]
@@ -72,6 +96,7 @@ def test_cli_rates_file_gate_and_skips(tmp_path, capsys):
     assert res["skipped"] == [{"task": "other", "reason": "only 1 policy; a ranking needs two or more"}]
     html = (out / "report.html").read_text()
     assert html.count("<img") == 1 and "MMRV" in html
+    _check_rank_scatter(drawn, res["tasks"])
     capsys.readouterr()
     assert cli.main(["rank-fidelity", str(f), "--min-pearson", "0.9", "-q"]) == 1  # 0.856 < 0.9: gate fails
     assert cli.main(["rank-fidelity", str(f), "--min-pearson", "0.8", "-q"]) == 0

@@ -163,3 +163,76 @@ def test_screen_and_drift_reports_colour_by_set_not_by_domain():
     # no per-encoder preprocessing table of dashes in a screen report
     html = render_report({**screen, "findings": [], "sets": {}, "encoders": [{"name": "lite0"}]})
     assert 'id="preproc"' not in html and "\u2014 / \u2014" not in html
+
+
+def test_run_report_plots_read_back_by_value(monkeypatch):
+    """gap bars, PCA scatter, cosine histograms and depth histograms of a run report, each read back
+    from the drawn figure against the results it was given: values, sides, labels, units."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.patches import StepPatch
+
+    from tests.figures import bars, capture, hexc, legend, lines, only, points, ticklabels
+
+    rng = np.random.default_rng(0)
+    sim_pts, real_pts = rng.normal(0, 1, (7, 2)).round(4).tolist(), rng.normal(3, 1, (5, 2)).round(4).tolist()
+    encs = [{"name": n, "centroid_distance_norm": v, "centroid_distance_norm_ci": {"low": v - 0.02, "high": v + 0.05},
+             "noise_floor": f, "pca_2d": {"sim": sim_pts[k:], "real": real_pts[k:], "explained_variance": [0.61, 0.2]},
+             "paired_cosine": {"shuffled_mean": 0.4 + k / 10, "histogram": {"edges": [0, 0.1, 0.2, 0.3],
+                                                                            "counts": [k + 1, 5, 2]}}}
+            for k, (n, v, f) in enumerate((("lite0", 0.31, 0.05), ("pixel", 0.12, 0.08)))]
+    hist = [0.0] * 80
+    hist[30], hist[31] = 0.25, 0.75
+
+    def depth(domain, per_m):
+        return {"domain": domain, "depth": {"dtypes": {"uint16": 2}, "declared_units_per_m": [per_m],
+                                            "log_hist": hist, "log_hist_range": [-3, 5]}}
+
+    drawn = capture(monkeypatch)
+    render_report({"findings": [], "sets": {"gen": {"domain": "sim"}, "cam": {"domain": "real"}},
+                   "config": {"sim": "gen", "real": "cam"}, "encoders": encs,
+                   "stats": {"gen": depth("sim", 1.0), "cam": depth("real", 1000.0)}})
+    colours = {"cam": PALETTE[0].lower(), "gen": PALETTE[1].lower()}  # the real set is the reference colour
+
+    (ax,) = only(drawn, "gap_bars")[0].axes
+    assert ticklabels(ax) == ["lite0", "pixel"]
+    np.testing.assert_allclose([b[3] for b in bars(ax)], [0.31, 0.12])
+    whiskers = [s for c in ax.collections if isinstance(c, LineCollection) for s in c.get_segments()]
+    for i, e in enumerate(encs):
+        assert any(np.allclose(s, [[i, e["centroid_distance_norm_ci"]["low"]], [i, e["centroid_distance_norm_ci"]["high"]]])
+                   for s in whiskers), e["name"]
+    ((floors, _, label),) = points(ax)
+    np.testing.assert_allclose(floors, [[0, 0.05], [1, 0.08]])
+    assert label == "noise floor (real vs real)" and ax.get_ylabel() == "normalized centroid distance"
+
+    pca = only(drawn, "pca_scatter")[0]
+    for k, (ax, e) in enumerate(zip(pca.axes, encs)):
+        assert ax.get_title() == e["name"] and ax.get_xlabel() == "PC1 (61% of variance)"
+        got = {label: (off, fc) for off, fc, label in points(ax)}
+        assert set(got) == {"gen", "cam"}
+        np.testing.assert_allclose(got["gen"][0], e["pca_2d"]["sim"])
+        np.testing.assert_allclose(got["cam"][0], e["pca_2d"]["real"])
+        assert {n: got[n][1][0] for n in got} == colours
+    assert legend(pca.axes[0]) == colours
+
+    cos = only(drawn, "cosine_histograms")[0]
+    for ax, e in zip(cos.axes, encs):
+        h = e["paired_cosine"]["histogram"]
+        got = bars(ax)
+        np.testing.assert_allclose([b[3] for b in got], h["counts"])
+        np.testing.assert_allclose([b[0] for b in got], h["edges"][:-1])
+        np.testing.assert_allclose([b[2] for b in got], np.diff(h["edges"]))
+        ((x, _, _, label, _),) = lines(ax)
+        assert x[0] == e["paired_cosine"]["shuffled_mean"] and label == "shuffled pairs (mean)"
+        assert ax.get_xlabel() == "cosine distance 1 − cos (unitless)"
+
+    (ax,) = only(drawn, "depth_histograms")[0].axes
+    steps = {p.get_label(): p for p in ax.patches if isinstance(p, StepPatch)}
+    assert set(steps) == {"gen (sim, native m)", "cam (real, native mm)"}
+    for label, per_m in (("gen (sim, native m)", 1.0), ("cam (real, native mm)", 1000.0)):
+        values, edges, _ = steps[label].get_data()
+        np.testing.assert_allclose(values, hist)
+        np.testing.assert_allclose(edges, 10 ** np.linspace(-3, 5, 81) / per_m)
+        assert hexc(steps[label].get_edgecolor()) == colours[label.split()[0]]
+    # the same bins in metres: 10^(-3 + 8 * 30 / 80) = 1 m for the metre set, 1 mm for the millimetre one
+    assert steps["gen (sim, native m)"].get_data()[1][30] == pytest.approx(1.0)
+    assert ax.get_xscale() == "log" and ax.get_xlabel().startswith("depth (m")

@@ -16,6 +16,7 @@ import cli
 from perception_gap.evaluation.failure_modes import failure_mode_test, permutation_chi2_p
 from perception_gap.evaluation.jobs import add_rollouts
 from perception_gap.evaluation.rollouts import Rollout, analyze_rollouts
+from tests.figures import capture, legend, lines, only, ticklabels
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -102,10 +103,35 @@ def test_failure_modes_differ_finding_and_episode_lengths():
     assert sum(el["sim"]["counts"]) == 100 and len(el["edges"]) == 11
 
 
-def test_cli_json_report_gate_and_formats(tmp_path, capsys):
+def _check_interval_bars(drawn, groups):
+    """Each group's point sits at its rate on its policy/task row, sim above real, in its side's
+    colour, with its interval drawn from ci_low to ci_high; the legend names the colours."""
+    from reports.plots import REAL_COLOR, SIM_COLOR
+
+    (fig,) = only(drawn, "interval_bars")
+    (ax,) = fig.axes
+    rows = ticklabels(ax, "y")
+    marks = [(x[0], y[0], c) for x, y, c, _, m in lines(ax) if m == "o" and len(x) == 1]  # errorbar centres
+    segs = [s for coll in ax.collections for s in coll.get_segments()]
+    assert len(marks) == len(groups)
+    for g in groups:
+        row = rows.index(f"{g['policy']}/{g['task']}")
+        y = row + (-0.15 if g["domain"] == "sim" else 0.15)  # y axis inverted: sim is the upper mark
+        colour = (SIM_COLOR if g["domain"] == "sim" else REAL_COLOR).lower()
+        assert [m for m in marks if m[0] == pytest.approx(g["rate"]) and m[1] == pytest.approx(y)] == \
+            [(pytest.approx(g["rate"]), pytest.approx(y), colour)], g
+        assert any(np.allclose(s, [[g["ci_low"], y], [g["ci_high"], y]]) for s in segs), g
+    assert ax.yaxis_inverted()
+    assert legend(ax) == {"sim": SIM_COLOR.lower(), "real": REAL_COLOR.lower()}
+    assert ax.get_xlabel().startswith("success rate")
+
+
+def test_cli_json_report_gate_and_formats(tmp_path, capsys, monkeypatch):
     rs = _rows("a", "pick", "sim", 95, 100, ["t"] * 5) + _rows("a", "pick", "real", 12, 20, ["t"] * 4 + ["s"] * 4)
+    rs += _rows("b", "pick", "sim", 30, 40) + _rows("b", "pick", "real", 25, 30)  # real above sim on this one
     f = _write_csv(tmp_path / "r.csv", rs)
     out = tmp_path / "out"
+    drawn = capture(monkeypatch)
     assert cli.main(["rollouts", str(f), "--out", str(out), "--json", str(tmp_path / "r.json")]) == 0
     res = json.loads((tmp_path / "r.json").read_text())
     assert {"version", "config", "findings", "rollouts"} <= set(res)
@@ -113,6 +139,8 @@ def test_cli_json_report_gate_and_formats(tmp_path, capsys):
     assert comp["drop"] == pytest.approx(0.35) and set(comp["rollouts_needed"]) == {"sim", "real"}
     assert json.loads((out / "results.json").read_text()) == res
     assert (out / "report.html").read_text().count("<img") == 1
+    assert len(res["rollouts"]["groups"]) == 4
+    _check_interval_bars(drawn, res["rollouts"]["groups"])
     assert cli.main(["rollouts", str(f), "--max-drop", "0.3", "-q"]) == 1
     assert cli.main(["rollouts", str(f), "--max-drop", "0.4", "-q"]) == 0
     # the same rows as JSONL and Parquet give the same groups

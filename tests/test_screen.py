@@ -17,6 +17,7 @@ from scenes import render, scenes, write_set  # noqa: E402
 import cli  # noqa: E402
 from perception_gap.metrics.centroid import centroid_distance  # noqa: E402
 from perception_gap.workflows.screening import rank_renderings, scene_clusters, shared_draws, view_distances  # noqa: E402
+from tests.figures import capture, check_stats_plots, legend, lines, only, ticklabels  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +51,41 @@ def _screen(tmp: Path, db: str, *extra: str) -> tuple[int, dict]:
     return rc, res
 
 
-def test_known_difference_is_ranked_and_significant(catalog):
+def _check_screen_plots(drawn, res):
+    """The distance plot: each rendering on its own row (closest on top), each view's distance and
+    CI at that row in the rendering's set colour, the view told by its marker and legend; the
+    statistics plots by value, real as the reference colour."""
+    from reports.plots import PALETTE
+
+    colours = check_stats_plots(drawn, res)
+    assert colours["real"] == PALETTE[0].lower()  # the reference set first, as in every report
+    scr = res["screen"]
+    (fig,) = only(drawn, "screen_distances")
+    (ax,) = fig.axes
+    rows = scr["ranking"]
+    assert ticklabels(ax, "y") == [r["set"] for r in reversed(rows)]
+    drawn_lines = lines(ax)
+    marks = [ln for ln in drawn_lines if len(ln[0]) == 1]
+    bars_ = [ln for ln in drawn_lines if len(ln[0]) == 2]
+    assert len(marks) == len(bars_) == len(rows) * len(scr["views"])
+    for j, view in enumerate(scr["views"]):
+        for i, r in enumerate(rows):
+            cell = r["per_view"][view]
+            hit = [m for m in marks if m[0][0] == pytest.approx(cell["distance"])]
+            assert len(hit) == 1, (r["set"], view)
+            _, (y,), colour, _, marker = hit[0]
+            assert round(y) == len(rows) - 1 - i and colour == colours[r["set"]] and marker == "osD^vP*X"[j]
+            assert any(np.allclose(b[0], [cell["ci"]["low"], cell["ci"]["high"]]) and np.allclose(b[1], y)
+                       and b[2] == colour for b in bars_), (r["set"], view)
+    assert list(legend(ax)) == [f"view {v}" for v in scr["views"]]
+    assert ax.get_xlabel().startswith("normalized centroid distance to real")
+
+
+def test_known_difference_is_ranked_and_significant(catalog, monkeypatch):
     tmp, db = catalog
+    drawn = capture(monkeypatch)
     rc, res = _screen(tmp, db, "--sim", "far", "--sim", "close")
+    _check_screen_plots(drawn, res)
     assert rc == 0
     scr = res["screen"]
     assert [r["set"] for r in scr["ranking"]] == ["close", "far"] and scr["closest"] == "close"
