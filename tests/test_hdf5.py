@@ -103,7 +103,12 @@ def test_hdf5_pairs_with_a_lerobot_dataset_through_the_cli(tmp_path, episodes):
     p = cli("stats", "--sim", "sim", "--real", "real", "--db", db, "--json", tmp_path / "s.json")
     clean(p)
     res = json.loads((tmp_path / "s.json").read_text())
-    assert res["pairs"]["n_pairs"] == 9 and not res["findings"], res["findings"]
+    # the frames pair and match; the two fixtures log different vectors (HDF5 eef_pos: 3 dims, 7-dim
+    # actions; the LeRobot state and action: 2 dims), which is all that is named
+    assert res["pairs"]["n_pairs"] == 9, res["pairs"]
+    found = {(f["code"], f["evidence"]["field"], f["evidence"]["sim_dims"], f["evidence"]["real_dims"])
+             for f in res["findings"]}
+    assert found == {("control_dims", "proprio", 3, 2), ("control_dims", "action", 7, 2)}, res["findings"]
 
 
 def test_hdf5_bad_input_is_one_line_or_a_recorded_skip(tmp_path, episodes):

@@ -579,7 +579,8 @@ def depth_maps(draw):
 def test_depth_dropout_is_a_fraction_and_percentiles_rise(d):
     s = depth_stats(d)
     assert s.stride == 1  # at most 40 x 40: every pixel is sampled
-    valid = (d > 0) & np.isfinite(d) if d.dtype.kind == "f" else d > 0
+    # an integer map's maximum (65535) marks a missing reading
+    valid = (d > 0) & np.isfinite(d) if d.dtype.kind == "f" else (d > 0) & (d < np.iinfo(d.dtype).max)
     assert 0.0 <= s.dropout <= 1.0
     assert s.dropout == pytest.approx(1.0 - valid.mean(), abs=1e-15)
     if not valid.any():
@@ -668,9 +669,14 @@ def test_probe_r2_is_at_most_one_unit_free_and_ignores_real_frame_order(sets, da
                  (base.sim_to_real, rescaled.sim_to_real)):
         assert b.alphas == a.alphas
         assert b.r2 == pytest.approx(a.r2, abs=1e-8)
-    # sim->real trains on sim only and scores every real frame: their order cannot matter.
+    # sim->real scores each real frame with the sim model that held its episode out: with episode
+    # ids given, the order of the real frames (moved with their ids) cannot matter. (Without ids,
+    # frames fall into contiguous time blocks, so their order is information by design.)
+    ep_sim, ep_real = np.arange(len(sim)) % 4, np.arange(len(real)) % 4
+    base = probe(sim, y_sim, real, y_real, n_components=8, episodes_sim=ep_sim, episodes_real=ep_real)
     perm = np.array(data.draw(st.permutations(range(len(real)))))
-    moved = probe(sim, y_sim, real[perm], y_real[perm], n_components=8)
+    moved = probe(sim, y_sim, real[perm], y_real[perm], n_components=8, episodes_sim=ep_sim,
+                  episodes_real=ep_real[perm])
     assert moved.sim_to_real.r2 == pytest.approx(base.sim_to_real.r2, abs=1e-12)
     assert moved.sim_to_sim.r2 == pytest.approx(base.sim_to_sim.r2, abs=1e-12)
 

@@ -145,8 +145,8 @@ def invalid_markers(g: np.ndarray) -> tuple[float, ...]:
     """Fractions of the samples `g` (any shape) carrying each of `INVALID_MARKERS`.
 
     `max` is the dtype's maximum for integer maps (65535 for uint16), and for float maps a spike
-    at the map's largest finite value holding at least 1% of the samples (a far clip plane or a
-    sentinel such as 1e4); a float map whose largest value is rare reads 0.
+    at the map's largest finite value holding 1-50% of the samples and lying beyond 1.5x the
+    median depth (a far clip plane or a sentinel such as 1e4); otherwise 0.
     """
     n = max(g.size, 1)
     if np.issubdtype(g.dtype, np.floating):
@@ -154,9 +154,13 @@ def invalid_markers(g: np.ndarray) -> tuple[float, ...]:
         nan = float(np.count_nonzero(np.isnan(g))) / n
         inf = float(g.size - np.count_nonzero(fin)) / n - nan
         neg = float(np.count_nonzero(g[fin] < 0)) / n
-        top = float(g[fin].max()) if fin.any() else 0.0
+        pos = g[fin & (g > 0)]
+        top = float(pos.max()) if pos.size else 0.0
         at_max = float(np.count_nonzero(g == top)) / n if top > 0 else 0.0
-        at_max = at_max if at_max >= 0.01 else 0.0
+        # a spike: 1-50% of the samples at one value well beyond the typical depth (a constant or
+        # flat map's maximum is an ordinary reading)
+        spike = 0.01 <= at_max <= 0.5 and top > 1.5 * float(np.median(pos))
+        at_max = at_max if spike else 0.0
     else:
         nan = inf = 0.0
         neg = float(np.count_nonzero(g < 0)) / n
