@@ -77,13 +77,52 @@ def test_embed_is_cached_incremental_and_matches_direct_call(catalog):
     assert count(db, "SELECT count(*) FROM embeddings") == count(db, "SELECT count(DISTINCT content_hash) FROM embeddings")
 
 
+def _direct_lite0(frames: list[np.ndarray]) -> np.ndarray:
+    """EfficientNet-Lite0 features built here, not through the encoder class: timm's
+    `tf_efficientnet_lite0` with the packaged weights loaded strictly, one frame per forward
+    pass, contiguous layout, fp32, the same preprocessing description as the encoder's."""
+    import timm
+    import torch
+
+    from encoders.efficientnet_lite import rename_state_dict
+    from encoders.preprocessing import Preprocessing, preprocess_images
+
+    enc = encoders.get_encoder("efficientnet-lite0")
+    p = Preprocessing(size=(224, 224), interpolation="bicubic", resize_mode="shortest", crop_pct=0.875,
+                      mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5), input_scale=255.0)
+    assert enc.preprocessing == p  # timm's pretrained cfg for tf_efficientnet_lite0
+    model = timm.create_model("tf_efficientnet_lite0", pretrained=False, num_classes=1000)
+    state = torch.load(enc.weights_path(), map_location="cpu", weights_only=True)
+    model.load_state_dict(rename_state_dict(state, model), strict=True)
+    model.eval()
+    out = []
+    with torch.inference_mode():
+        for f in frames:
+            x = preprocess_images([f], p)
+            assert x.shape == (1, 3, 224, 224) and -1.0 <= float(x.min()) and float(x.max()) <= 1.0
+            out.append(model.forward_head(model.forward_features(x), pre_logits=True)[0].numpy())
+    return np.stack(out)
+
+
 def test_real_encoder_through_the_stage(catalog):
-    db, _ = catalog
+    db, root = catalog
     with Catalog(db) as cat:
-        (r,) = embed_sets(cat, ["efficientnet-lite0"], None, device="cpu", batch_size=8)
+        (r,) = embed_sets(cat, ["efficientnet-lite0"], None, device="cpu", batch_size=8)  # batches of 8 and 3
         assert r.embedded == 11 and r.dim == 1280
-        _, vecs = cat.load_embeddings("s", r.fingerprint)
-    assert np.isfinite(vecs).all() and vecs.std() > 0
+        meta, vecs = cat.load_embeddings("s", r.fingerprint)
+    assert vecs.shape == (11, 1280) and np.isfinite(vecs).all()
+    frames = [np.load(m["rgb_path"]) if m["rgb_path"].endswith(".npy")
+              else np.asarray(Image.open(m["rgb_path"]).convert("RGB")) for m in meta]
+    direct = _direct_lite0(frames)
+    # Per frame, each stored vector is its own frame's forward pass. Tolerance: 1e-4 of the
+    # vector's largest value, float32 rounding (batched, channels-last vs one by one, contiguous);
+    # measured ~1e-6. Neighbouring frames differ by ~1e-1 of it, so a vector written under the
+    # wrong hash, or a batch misaligned, fails.
+    for i, m in enumerate(meta):
+        scale = np.abs(direct[i]).max()
+        np.testing.assert_allclose(vecs[i], direct[i], rtol=0, atol=1e-4 * scale, err_msg=m["pair_key"])
+        others = np.delete(np.abs(direct - direct[i]).max(1), i)
+        assert others.min() > 1e-2 * scale, m["pair_key"]
 
 
 def test_a_new_fingerprint_re_embeds(catalog, monkeypatch):
