@@ -153,9 +153,34 @@ def test_run_end_to_end_with_detection(clean_demo, tmp_path):
     res = json.loads((out / "results.json").read_text())
     det = res["detection"]["sets"]
     assert set(det) == {files.sim_set, files.real_set}
-    for name in (files.sim_set, files.real_set):
-        assert det[name]["colour"]["AP"] is not None and 0.0 <= det[name]["colour"]["AP"] <= 1.0
-    assert res["findings"] and res["findings"][0]["severity"] != "bug"
+    # The demo is deterministic: these are its numbers (read from a run, 3 episodes x 6 steps,
+    # 128 x 96). The tolerances allow a renderer's edge pixels (another GL backend) and are
+    # crossed by a regression worth 2 AP points, a lost object or a swapped side.
+    expect = {files.sim_set: {"AP": 0.9082, "AP50": 1.0, "AP75": 0.9584, "AR100": 0.9333,
+                              "per_class_ap": {"blue_cube": 0.929, "green_cylinder": 0.885, "red_cube": 0.911}},
+              files.real_set: {"AP": 0.8706, "AP50": 1.0, "AP75": 0.9584, "AR100": 0.9056,
+                               "per_class_ap": {"blue_cube": 0.850, "green_cylinder": 0.872, "red_cube": 0.890}}}
+    for name, want in expect.items():
+        got = det[name]["colour"]
+        assert (got["n_images"], got["n_gt"], got["n_dets"]) == (18, 54, 54), name
+        for k in ("AP", "AP50", "AP75", "AR100"):
+            assert got[k] == pytest.approx(want[k], abs=0.02), (name, k)
+        assert got["per_class_ap"] == pytest.approx(want["per_class_ap"], abs=0.04), name
+        assert got["APsmall"] == got["AP"] and got["APmedium"] is None  # every demo object is small (< 32 px)
+    diff = res["detection"]["differences"]["colour"]
+    assert diff["estimate"] == pytest.approx(det[files.sim_set]["colour"]["AP"] - det[files.real_set]["colour"]["AP"])
+    assert diff["estimate"] == pytest.approx(0.0375, abs=0.015) and diff["low"] > 0  # sim better, resolved
+    flips = res["detection"]["flips"]["colour"]
+    assert flips["n_objects"] == 54 and flips["sim_only"] + flips["real_only"] <= 1 and flips["found_both"] >= 52
+    # the findings, most urgent first: the depth sensor's holes, then the detector's gap
+    assert [(f["code"], f["severity"]) for f in res["findings"]] == [("depth_dropout", "gap"), ("detector_gap", "gap")]
+    dd = res["findings"][0]["evidence"]
+    assert (dd["sim_dropout"], dd["n_pairs"]) == (0.0, 18) and dd["real_dropout"] == pytest.approx(0.08, abs=0.01)
+    dg = res["findings"][1]["evidence"]
+    assert (dg["source"], dg["ap_sim"], dg["ap_real"]) == ("colour", det[files.sim_set]["colour"]["AP"],
+                                                           det[files.real_set]["colour"]["AP"])
+    (pixel,) = res["encoders"]
+    assert pixel["centroid_distance_norm"] == pytest.approx(0.170, abs=0.02)
 
 
 def test_demo_after_the_gap_hunt_inputs_give_their_known_answers(clean_demo, tmp_path):
