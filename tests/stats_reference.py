@@ -3,8 +3,11 @@
 A frozen copy, kept only as the reference of tests/test_statistics_speed_parity.py: the
 engine's `statistics.texture` was rewritten for speed, and its values must stay those of this
 code (statistic values are tuned against bench/bench_truth.py). Do not edit it to follow the
-engine; helpers the speed work left untouched (`_mean_squares`, `_spectrum_plan`, `mean32`,
-the histogram moments of `statistics.image`) are imported from the engine.
+engine. It imports nothing private from the engine: the helpers it needs (histogram moments,
+percentiles from a histogram, the sampling grid, the central crop box, Pillow's fixed-point
+luma, the spectrum plan, float32 mean squares, the IJG quality tables) are written out here as
+they were, so that a change to one of the engine's helpers shows as a difference instead of
+moving the reference with it. Only the result type and the tuned public constants are shared.
 """
 
 from __future__ import annotations
@@ -16,26 +19,112 @@ import numpy as np
 from PIL import Image
 from scipy import fft as scipy_fft
 
-from perception_gap.statistics.image import (
-    _V,
-    LUM_PERCENTILES,
-    ImageStats,
-    _centre_crop_box,
-    _channel_moments,
-    _coarse_hist_u8,
-    _luma_u8,
-    _percentiles_from_hist,
-)
-from perception_gap.statistics.sampling import floats, mean32, sample_grid, sample_stride
-from perception_gap.statistics.texture import (
-    _PLANES,
-    NOISE_FLAT_BIAS,
-    NOISE_FLAT_PERCENT,
-    SPECTRUM_FLOOR,
-    _mean_squares,
-    _nearest_quality,
-    _spectrum_plan,
-)
+from perception_gap.statistics.image import LUM_PERCENTILES, ImageStats
+from perception_gap.statistics.texture import NOISE_FLAT_BIAS, NOISE_FLAT_PERCENT, SPECTRUM_BANDS, SPECTRUM_FLOOR
+
+# -- helpers, written out (frozen) -----------------------------------------------------------------------
+
+SAMPLE_PIXELS = 8192  # the sampling grid's target number of pixels
+HF_CROP = 128  # side of the central crop of the high-frequency statistics
+HIST_BINS = 32
+_V = np.arange(256, dtype=np.float64)
+_SRGB_LUT_8 = np.where(_V / 255.0 <= 0.04045, _V / 255.0 / 12.92, ((_V / 255.0 + 0.055) / 1.055) ** 2.4)
+# Pillow's convert("L") weights (x 2^16), then JPEG's full-range Cb and Cr weights
+_LUMA_FIXED = (19595, 38470, 7471)
+_PLANES = np.stack([np.array([19595.0, 38470.0, 7471.0], dtype=np.float32),
+                    np.array([-0.168736, -0.331264, 0.5], dtype=np.float32),
+                    np.array([0.5, -0.418688, -0.081312], dtype=np.float32)])
+# ITU-T T.81 Annex K standard luminance quantization table, natural order
+_IJG_LUMA = np.array([16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56,
+                      14, 17, 22, 29, 51, 87, 80, 62, 18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113, 92,
+                      49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99], dtype=np.float64)
+
+
+def sample_stride(h: int, w: int) -> int:
+    return max(1, int(math.floor(math.sqrt(h * w / SAMPLE_PIXELS))))
+
+
+def sample_grid(a: np.ndarray, s: int) -> np.ndarray:
+    """Rows and columns s // 2 + k s (k < H // s, W // s)."""
+    if s == 1:
+        return a
+    o = s // 2
+    return a[o:o + (a.shape[0] // s) * s:s, o:o + (a.shape[1] // s) * s:s]
+
+
+def floats(a: Any) -> tuple[float, ...]:
+    return tuple(float(x) for x in np.asarray(a, dtype=np.float64).ravel())
+
+
+def mean32(a: np.ndarray) -> float:
+    """np.mean of a float32 array (float32 pairwise sum, divided in float64, back to float32)."""
+    return float(np.mean(a))
+
+
+def _centre_crop_box(h: int, w: int) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) of the central HF_CROP crop, its origin on the 8x8 JPEG grid."""
+    cw, ch = min(w, HF_CROP), min(h, HF_CROP)
+    left, top = (w - cw) // 2 // 8 * 8, (h - ch) // 2 // 8 * 8
+    return left, top, left + cw, top + ch
+
+
+def _luma_u8(a: np.ndarray) -> np.ndarray:
+    """Pillow's convert("L"): (R 19595 + G 38470 + B 7471 + 2^15) >> 16."""
+    r, g, b = (a[..., i].astype(np.uint32) for i in range(3))
+    return ((r * _LUMA_FIXED[0] + g * _LUMA_FIXED[1] + b * _LUMA_FIXED[2] + 0x8000) >> 16).astype(np.uint8)
+
+
+def _channel_moments(hist: np.ndarray):
+    """Per channel (mean, std, min, max, linear-light mean) of 8-bit data from (C, 256) counts.
+
+    The sums as one product with a (256, 4) basis, as the frozen code took them: a separate
+    matrix-vector product per sum rounds the linear-light mean differently in the last bit."""
+    sums = hist @ np.stack([np.ones(256), _V, _V * _V, _SRGB_LUT_8], axis=1)  # n, sum v, sum v^2, sum linear
+    n = sums[:, 0]
+    mean = sums[:, 1] / n
+    std = np.sqrt(np.maximum(sums[:, 2] / n - mean * mean, 0.0))
+    nz = hist > 0
+    lo = np.array([np.flatnonzero(r)[0] for r in nz])
+    hi = np.array([np.flatnonzero(r)[-1] for r in nz])
+    return mean, std, lo, hi, sums[:, 3] / n
+
+
+def _coarse_hist_u8(hist: np.ndarray) -> tuple[float, ...]:
+    coarse = hist.reshape(hist.shape[0], HIST_BINS, 256 // HIST_BINS).sum(axis=2)
+    return floats(coarse / coarse.sum(axis=1, keepdims=True))
+
+
+def _percentiles_from_hist(hist: np.ndarray, qs: tuple[float, ...]) -> tuple[float, ...]:
+    """numpy's inverted-CDF percentile of integer data, from its histogram."""
+    cdf = np.cumsum(hist)
+    return tuple(float(np.searchsorted(cdf, q / 100.0 * cdf[-1], side="left")) for q in qs)
+
+
+def _mean_squares(a: np.ndarray, c: int) -> list[float]:
+    """Mean square of each of the c leading planes (a float32 dot product per plane)."""
+    v = a.reshape(c, -1)
+    return [float(np.dot(p, p) / np.float32(p.size)) for p in v]
+
+
+def _spectrum_plan(h: int, w: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(unit-energy Hann window, band indicator over rfft2 parts (re, im side by side), bins per band)."""
+    win = np.outer(np.hanning(h), np.hanning(w))
+    win = (win / math.sqrt(float((win ** 2).sum()))).astype(np.float32)
+    fr = np.hypot(np.fft.rfftfreq(w)[None, :], np.fft.fftfreq(h)[:, None])
+    fr = np.repeat(np.sqrt(fr * fr), 2, axis=1).ravel()
+    bands = np.stack([(fr >= lo) & (fr < hi) for lo, hi in SPECTRUM_BANDS]).astype(np.float32)
+    return win, bands, bands.sum(axis=1) / 2
+
+
+def _nearest_quality(sorted_table: tuple[float, ...]) -> float:
+    """The IJG quality 1..100 whose sorted scaled table is nearest (L1; the lowest among ties)."""
+    q = np.arange(1, 101, dtype=np.float64)[:, None]
+    sc = np.where(q < 50, 5000.0 / q, 200.0 - 2.0 * q)
+    tables = np.sort(np.clip(np.floor((_IJG_LUMA * sc + 50.0) / 100.0), 1, 255), axis=1)
+    return float(np.argmin(np.abs(tables - np.asarray(sorted_table)).sum(axis=1)) + 1)
+
+
+# -- the frozen statistics ------------------------------------------------------------------------------
 
 
 def _ref_box3_valid(z: np.ndarray) -> np.ndarray:
