@@ -103,7 +103,7 @@ class StatsCacheMixin:
         # frames of a baseline sample: 3.8 s against 1.2 s)
         with bounded_read(self.con, paths is not None):
             tbl = self.con.cursor().sql(
-                f"SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.depth_path, f.depth_unit, f.format, "
+                f"SELECT f.pair_key, f.episode, f.step, f.timestamp, f.rgb_path, f.depth_path, f.depth_unit, f.format, "
                 f"f.action, f.proprio, f.content_hash, s.error AS img_error, d.error AS dep_error, "
                 f"{img_cols}, {dep_cols} FROM frames f "
                 f"LEFT JOIN frame_stats s ON s.content_hash = f.content_hash "

@@ -198,7 +198,7 @@ def check_pair_sync(ctx: Context) -> Finding | None:
     pairs, ts, tr = al
     pos = _neighbours(ctx, pairs)
     index_pos = {i: key for key, i in pos.items()}
-    offsets, gains, counted = [], [], 0
+    offsets, gains, seconds, counted = [], [], [], 0
     for i in range(len(pairs)):
         ep, p = index_pos[i]
         cands = {k: pos[(ep, p + k)] for k in range(-SYNC_STEPS, SYNC_STEPS + 1) if (ep, p + k) in pos}
@@ -211,6 +211,9 @@ def check_pair_sync(ctx: Context) -> Finding | None:
         b = int(np.argmax(c))
         if ks[b] != 0 and c[b] - own >= SYNC_MARGIN:
             offsets.append(ks[b]); gains.append(float(c[b]) - own)
+            t_own, t_match = pairs[i][1].timestamp, pairs[cands[ks[b]]][1].timestamp
+            if t_own is not None and t_match is not None:
+                seconds.append(t_match - t_own)
     if counted < SYNC_MIN_PAIRS or not offsets:
         return None
     step, n = Counter(offsets).most_common(1)[0]
@@ -220,10 +223,12 @@ def check_pair_sync(ctx: Context) -> Finding | None:
     ev.update({"offset_steps": int(step), "pairs_off": len(offsets), "pairs_checked": counted,
                "share_off": num(len(offsets) / counted, 3), "pairs_at_offset": n,
                "median_ncc_gain": num(float(np.median(gains)), 3),
-               "offset_histogram": {str(k): v for k, v in sorted(Counter(offsets).items())}})
+               "offset_histogram": {str(k): v for k, v in sorted(Counter(offsets).items())},
+               "offset_seconds_median": num(float(np.median(seconds)), 4) if seconds else None})
     direction = "later" if step > 0 else "earlier"
+    when = f" ({abs(float(np.median(seconds))):.3g} s)" if seconds else ""
     title = (f"{len(offsets)} of {counted} pairs are out of sync: a sim frame matches the real frame "
-             f"{abs(step)} step(s) {direction} better than its own pair.")
+             f"{abs(step)} step(s){when} {direction} better than its own pair.")
     action = (f"Re-key the pairs (real frame = sim step {step:+d}) or fix the timestamp alignment of the "
               f"two logs before comparing; every paired statistic is read against the wrong frame until then.")
     return Finding("pair_sync", "bug", title, ev, action, num(len(offsets) / counted / SYNC_SHARE))

@@ -16,6 +16,7 @@ class FrameRecord:
         pair_key: matches the frame of the other domain showing the same scene/pose/state.
         episode: episode id, or None when unknown.
         step: the frame's step within its episode, or None when unknown.
+        timestamp: capture time in seconds (ROS bags, LeRobot), or None when unknown.
         image: statistics of the RGB frame (None if only depth was usable).
         depth: statistics of the depth map, None when the frame has no depth.
         depth_units_per_m: declared depth unit (units per metre), None when undeclared.
@@ -27,6 +28,7 @@ class FrameRecord:
     pair_key: str
     episode: str | None = None
     step: int | None = None
+    timestamp: float | None = None
     image: ImageStats | None = None
     depth: DepthStats | None = None
     depth_units_per_m: float | None = None

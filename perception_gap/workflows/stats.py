@@ -254,7 +254,8 @@ def load_set_records(catalog: Catalog, name: str, *, domain: str | None = None,
             continue  # unreadable content: reported among the skipped frames
         unit = row["depth_unit"]
         frames.append(FrameRecord(
-            pair_key=row["pair_key"], episode=row["episode"], step=row["step"], image=image,
+            pair_key=row["pair_key"], episode=row["episode"], step=row["step"], timestamp=row["timestamp"],
+            image=image,
             depth=_depth_from_row(row), depth_units_per_m=parse_depth_unit(unit) if unit else None,
             action=tuple(row["action"]) if row["action"] is not None else None,
             proprio=tuple(row["proprio"]) if row["proprio"] is not None else None,
