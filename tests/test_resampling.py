@@ -118,7 +118,7 @@ def test_one_episode_intervals_do_not_collapse():
 
 def _materialized_median_reps(values, labels, n_boot, seed, paired=None):
     """The bootstrap as written first: rows repeated per drawn cluster, then `np.median`."""
-    rng = np.random.default_rng(seed)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     f = lambda a: np.median(a, axis=0)  # noqa: E731
     if paired is None:
         groups = [np.flatnonzero(labels == g) for g in range(int(labels.max()) + 1)]
@@ -163,17 +163,24 @@ def test_weighted_median_bootstrap_is_the_materialized_one_bit_for_bit(n, cluste
 
 
 def test_shift_gate_median_fast_path_keeps_the_gate():
-    """The gate's numbers through the fast median equal those of the materialized bootstrap."""
+    """The gate's numbers equal those of the materialized bootstrap written above: episodes as
+    clusters (10 a side, so no blocks), the baseline's 1,000 replicates drawn first and then the
+    current side's from one generator seeded with `random_state`, the interval centred on the
+    estimate (the replicates' 2.5/50/97.5 percentiles, shifted so that their median is it)."""
     rng = np.random.default_rng(3)
     base, cur = rng.normal(0, 1, (300, 3)), rng.normal(0.4, 1, (200, 3))
     eb, ec = [i // 30 for i in range(300)], [i // 20 for i in range(200)]
-    fast = drift_gates.shift_gate("x", base, cur, eb, ec, 0.2, random_state=4)
-    f = lambda a: np.median(a, axis=0)  # noqa: E731
-    draws = np.random.default_rng(4)  # the base side's replicates first, then the current side's, as the gate draws
-    slow_b = drift_gates._cluster_resample_stat(base, drift_gates._labels(eb, 300), f, drift_gates.N_BOOT, draws)
-    slow_c = drift_gates._cluster_resample_stat(cur, drift_gates._labels(ec, 200), f, drift_gates.N_BOOT, draws)
+    fast = drift_gates.shift_gate("x", base, cur, eb, ec, 0.2, n_boot=1000, random_state=4)
+    draws = np.random.default_rng(4)
+    slow_b = _materialized_median_reps(base, np.asarray(eb), 1000, draws)
+    slow_c = _materialized_median_reps(cur, np.asarray(ec), 1000, draws)
     reps = slow_c - slow_b
-    est = f(cur) - f(base)
+    est = np.median(cur, axis=0) - np.median(base, axis=0)
     worst = int(np.argmax(np.abs(est)))
-    assert fast.value == est[worst]
-    assert (fast.ci["low"], fast.ci["high"]) == drift_gates._interval(reps[:, worst], float(est[worst]), 0.95)
+    assert fast.value == est[worst] and fast.detail["column"] == str(worst)
+    a = (1 - 0.95) / 2  # (not 0.025 exactly: 1 - 0.95 rounds up, and the bits are compared)
+    lo, med, hi = np.quantile(reps[:, worst], [a, 0.5, 1 - a])
+    assert (fast.ci["low"], fast.ci["high"]) == (est[worst] - (med - lo), est[worst] + (hi - med))
+    # the gate fails only when the whole interval lies beyond the threshold
+    assert fast.passed == (not any(fast.detail["per_channel"][c]["low"] > 0.2 or fast.detail["per_channel"][c]["high"]
+                                   < -0.2 for c in "012"))
