@@ -160,7 +160,28 @@ def _reprojection(rep: Mapping[str, Any]) -> str:
     extra = (f"<p>Known points: {num(known.get('n'))}; real model RMS {num(known.get('real_rms_px'))} px, sim model "
              f"RMS {num(known.get('sim_rms_px'))} px.</p>") if isinstance(known, Mapping) else ""
     return ("<h2>Reprojection</h2>" + _gate(rep) + _table(["", "value"], rows, "reprojection-summary") + extra
-            + "".join(_img(p, "reprojection") for p in reprojection_plots(rep)))
+            + _camera_fit(rep.get("camera_fit")) + "".join(_img(p, "reprojection") for p in reprojection_plots(rep)))
+
+
+def _vec(v: Any) -> str:
+    return ", ".join(num(x) for x in v) if isinstance(v, list) else num(v)
+
+
+def _camera_fit(fit: Any) -> str:
+    """The three fitted models side by side, and what they name."""
+    if not isinstance(fit, Mapping) or not isinstance(fit.get("fits"), Mapping):
+        return ""
+    rows = [[m, f.get("residual_rms_px"), _vec(f.get("principal_point_px")), _vec(f.get("focal_px")), f.get("k1"),
+             _vec(f.get("translation_mm")), _vec(f.get("rotation_deg"))]
+            for m, f in fit["fits"].items() if isinstance(f, Mapping)]
+    named = ", ".join(fit.get("named") or []) or "nothing"
+    note = " Both single-group models explain this grid: it cannot tell them apart." if fit.get("ambiguous") else ""
+    return (f"<h3>Camera fit</h3><p>The sim camera's offsets that best reproduce the real projections (error "
+            f"{num(fit.get('error_rms_px'))} px RMS over {num(fit.get('n_points'))} points). Named: "
+            f"<strong>{escape(named)}</strong> (from the <code>{escape(fit.get('chosen', ''))}</code> fit).{note} "
+            f"Rule: {escape(fit.get('rule', ''))}.</p>"
+            + _table(["model", "residual (px RMS)", "principal point (px)", "focal (px)", "k1",
+                      "translation (mm, base frame)", "rotation (deg, camera axes)"], rows, "camera-fit"))
 
 
 def render_geometry_report(results: Mapping[str, Any]) -> str:
