@@ -179,3 +179,49 @@ def check_stats_plots(drawn: list[Drawn], results: dict) -> dict[str, str]:
     c3 = check_channel_histograms(hist, {n: stats[n]["channel_hist"]["channels"] for n in names}, domains)
     assert c1 == c2 == c3 and len(set(c1.values())) == len(c1)  # one colour per set, the same in every plot
     return c1
+
+
+def html_tables(html: str) -> dict[str, list[list[str]]]:
+    """Every table of a report page by its id (else the heading just before it): header row first,
+    each cell's text as shown."""
+    from html.parser import HTMLParser
+
+    class Tables(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.out, self.heading, self.rows, self.cell, self.name, self.in_h = {}, "", None, None, None, False
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "h2":
+                self.in_h, self.heading = True, ""
+            elif tag == "table":
+                self.rows, self.name = [], dict(attrs).get("id") or self.heading
+            elif tag == "tr" and self.rows is not None:
+                self.rows.append([])
+            elif tag in ("td", "th") and self.rows is not None:
+                self.cell = ""
+
+        def handle_endtag(self, tag):
+            if tag == "h2":
+                self.in_h = False
+            elif tag in ("td", "th") and self.cell is not None:
+                self.rows[-1].append(self.cell.strip())
+                self.cell = None
+            elif tag == "table" and self.rows is not None:
+                self.out[self.name] = self.rows
+                self.rows = None
+
+        def handle_data(self, data):
+            if self.in_h:
+                self.heading += data
+            if self.cell is not None:
+                self.cell += data
+
+    p = Tables()
+    p.feed(html)
+    return p.out
+
+
+def cell(text: str) -> float:
+    """A table cell's number (3 significant digits shown: compare with rel=5e-3)."""
+    return float(text.replace("\u2212", "-").lstrip("+"))

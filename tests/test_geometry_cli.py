@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cli import main
-from tests.figures import capture, legend, lines, only, points
+from tests.figures import capture, cell, html_tables, legend, lines, only, points
 from tests.test_geometry import _cam, _look_down, _rot
 
 REPO_CLI = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "cli.py")
@@ -71,6 +71,9 @@ def test_reprojection_writes_its_section_report_and_gates(tmp_path, capsys, monk
     assert "Reprojection" in html and html.count("data:image/png;base64") == 2
     assert np.ptp(rep["grid"]["error_px"]) > 1  # a rotation about the optical axis: error grows outwards
     _check_reprojection_plots(drawn, rep)
+    summary = dict(html_tables(html)["reprojection-summary"][1:])
+    for key in ("mean", "max", "slope_px_per_m"):
+        assert cell(summary[key]) == pytest.approx(rep[key], rel=5e-3), key
     assert json.loads((out / "results.json").read_text()) == res
     capsys.readouterr()
     assert main(["reprojection", str(f), "--max-mean-px", "1", "-q"]) == 1
@@ -155,7 +158,12 @@ def test_replay_gives_back_a_known_offset_and_gates(tmp_path, ext, monkeypatch):
     assert main(["replay", str(f), "--max-translation-m", "0.01", "-q", *out]) == 1
     if out:
         assert "Replay" in (tmp_path / "o" / "report.html").read_text()
-        _check_replay_plot(drawn, json.loads((tmp_path / "o" / "results.json").read_text())["replay"])
+        rp_o = json.loads((tmp_path / "o" / "results.json").read_text())["replay"]
+        _check_replay_plot(drawn, rp_o)
+        table = html_tables((tmp_path / "o" / "report.html").read_text())["replay-episodes"]
+        for row, ep in zip(table[1:], rp_o["episodes"], strict=True):
+            assert row[0] == ep["episode"] and cell(row[1]) == pytest.approx(ep["translation_mean"], rel=5e-3)
+            assert cell(row[3]) == ep["divergence_step"] and cell(row[4]) == ep["first_contact_step"]
 
 
 def test_replay_bad_input_is_one_line_exit_2(tmp_path, capsys):

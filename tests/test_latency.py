@@ -10,7 +10,7 @@ import pytest
 import cli
 from perception_gap.errors import InputError
 from perception_gap.evaluation.latency import analyze_latency, latency_findings
-from tests.figures import bars, capture, legend, lines, only, ticklabels
+from tests.figures import bars, capture, cell, html_tables, legend, lines, only, ticklabels
 
 
 def _log(n=200, seed=0):
@@ -115,6 +115,13 @@ def test_cli_gate_missing_stage_and_report(tmp_path, capsys, monkeypatch):
     e2e = (np.asarray(cols["actuated"]) - np.asarray(cols["capture"])) * 1000
     np.testing.assert_allclose(sorted(res["latency"]["end_to_end_sample"]), sorted(e2e), rtol=1e-9)
     _check_latency_plots(drawn, res["latency"])
+    table = html_tables((out / "report.html").read_text())["Latency per stage (ms, from the previous stage)"]
+    assert table[0] == ["stage", "p50", "p95", "p99"]
+    lat = res["latency"]
+    want = [[s, *(lat["stages"][s][q] for q in ("p50", "p95", "p99"))] for s in ("received", "inferred", "actuated")]
+    want.append(["end to end", *(lat["end_to_end"][q] for q in ("p50", "p95", "p99"))])
+    for row, w in zip(table[1:], want, strict=True):
+        assert row[0] == w[0] and [cell(x) for x in row[1:]] == pytest.approx(w[1:], rel=5e-3)
     p95 = res["latency"]["end_to_end"]["p95"]
     assert cli.main(["latency", str(f), "--fps", "20", "--max-p95-ms", str(p95 - 1), "-q"]) == 1
     assert cli.main(["latency", str(f), "--fps", "20", "--max-p95-ms", str(p95 + 1), "-q"]) == 0

@@ -11,7 +11,7 @@ from PIL import Image
 
 from cli import main
 from perception_gap.geometry.policy import MISMATCH_REL, compare_actions, policy_findings
-from tests.figures import capture, hexc, lines, only, ticklabels
+from tests.figures import capture, cell, hexc, html_tables, lines, only, ticklabels
 
 KEYS = [f"k{i}" for i in range(8)]
 
@@ -145,6 +145,12 @@ def test_dark_real_frames_collapse_the_image_dimensions(world, tmp_path, monkeyp
     # the dark real side's image dimensions sit at 0, the sim side's do not: sides can be told apart
     assert all(d["real_quantiles"] == [0.0] * 5 and d["sim_quantiles"][2] > 0.3 for d in per_dim[:3])
     _check_policy_plot(drawn, per_dim)
+    table = html_tables((tmp_path / "o" / "report.html").read_text())["policy-dims"]
+    assert table[0] == ["dim", "sim std", "real std", "paired diff (real - sim)", "|diff| / sim std"]
+    for i, (row, d) in enumerate(zip(table[1:], per_dim, strict=True)):
+        assert row[0] == str(i)
+        for text, key in zip(row[1:4], ("sim_std", "real_std", "paired_diff_mean")):
+            assert cell(text) == pytest.approx(d[key], rel=5e-3, abs=1e-12), (i, key)
 
 
 def test_a_policy_that_ignores_its_input_collapses(world, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 import cli
 from perception_gap.evaluation.rank_fidelity import PolicyRates, mmrv, pearson, rank_fidelity, violations
-from tests.figures import capture, lines, only, points
+from tests.figures import capture, cell, html_tables, lines, only, points
 
 # SimplerEnv's published tables (simpler_env/utils/metrics.py: REAL_PERF, SIMPLER_PERF; the paper's
 # visual-matching numbers), policies in the order rt-2-x, rt-1-converged, rt-1-15pct, rt-1-x,
@@ -97,6 +97,10 @@ def test_cli_rates_file_gate_and_skips(tmp_path, capsys, monkeypatch):
     html = (out / "report.html").read_text()
     assert html.count("<img") == 1 and "MMRV" in html
     _check_rank_scatter(drawn, res["tasks"])
+    (table,) = [t for t in html_tables(html).values() if t[0][:3] == ["task", "policies", "MMRV"]]
+    assert table[1][:3] == ["move_near", "6", table[1][2]] and cell(table[1][2]) == pytest.approx(0.111, rel=5e-3)
+    assert cell(table[1][4]) == pytest.approx(res["tasks"]["move_near"]["pearson"], rel=5e-3)
+    assert table[-1][0] == "mean over tasks" and cell(table[-1][4]) == pytest.approx(res["mean"]["pearson"], rel=5e-3)
     capsys.readouterr()
     assert cli.main(["rank-fidelity", str(f), "--min-pearson", "0.9", "-q"]) == 1  # 0.856 < 0.9: gate fails
     assert cli.main(["rank-fidelity", str(f), "--min-pearson", "0.8", "-q"]) == 0

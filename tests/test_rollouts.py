@@ -16,7 +16,7 @@ import cli
 from perception_gap.evaluation.failure_modes import failure_mode_test, permutation_chi2_p
 from perception_gap.evaluation.jobs import add_rollouts
 from perception_gap.evaluation.rollouts import Rollout, analyze_rollouts
-from tests.figures import capture, legend, lines, only, ticklabels
+from tests.figures import capture, cell, html_tables, legend, lines, only, ticklabels
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,6 +126,23 @@ def _check_interval_bars(drawn, groups):
     assert ax.get_xlabel().startswith("success rate")
 
 
+def _check_rollout_tables(html, sec):
+    """The report's tables hold each group's own counts and rate, and each comparison's sim and
+    real rates in their own columns."""
+    tables = {rows[0][0] + "|" + rows[0][2]: rows for rows in html_tables(html).values()}
+    groups = tables["policy|domain"]
+    assert groups[0] == ["policy", "task", "domain", "n", "successes", "rate", "CI"]
+    assert len(groups) - 1 == len(sec["groups"])
+    for row, g in zip(groups[1:], sec["groups"]):
+        assert row[:5] == [g["policy"], g["task"], g["domain"], str(g["n"]), str(g["successes"])]
+        assert cell(row[5]) == pytest.approx(g["rate"], rel=5e-3)
+    comps = tables["policy|sim"]
+    assert comps[0][:5] == ["policy", "task", "sim", "real", "drop"]
+    for row, c in zip(comps[1:], sec["comparisons"]):
+        assert row[:2] == [c["policy"], c["task"]]
+        assert [cell(x) for x in row[2:5]] == pytest.approx([c["sim_rate"], c["real_rate"], c["drop"]], rel=5e-3)
+
+
 def test_cli_json_report_gate_and_formats(tmp_path, capsys, monkeypatch):
     rs = _rows("a", "pick", "sim", 95, 100, ["t"] * 5) + _rows("a", "pick", "real", 12, 20, ["t"] * 4 + ["s"] * 4)
     rs += _rows("b", "pick", "sim", 30, 40) + _rows("b", "pick", "real", 25, 30)  # real above sim on this one
@@ -141,6 +158,7 @@ def test_cli_json_report_gate_and_formats(tmp_path, capsys, monkeypatch):
     assert (out / "report.html").read_text().count("<img") == 1
     assert len(res["rollouts"]["groups"]) == 4
     _check_interval_bars(drawn, res["rollouts"]["groups"])
+    _check_rollout_tables((out / "report.html").read_text(), res["rollouts"])
     assert cli.main(["rollouts", str(f), "--max-drop", "0.3", "-q"]) == 1
     assert cli.main(["rollouts", str(f), "--max-drop", "0.4", "-q"]) == 0
     # the same rows as JSONL and Parquet give the same groups
