@@ -19,7 +19,7 @@ from scenes import blur, render, scenes, write_set  # noqa: E402
 import cli  # noqa: E402
 from perception_gap.statistics.image import image_stats_pil  # noqa: E402
 from perception_gap.workflows import drift_gates as drift  # noqa: E402
-from tests.figures import capture, check_stats_plots, legend, lines, only, ticklabels  # noqa: E402
+from tests.figures import capture, cell, check_stats_plots, html_tables, legend, lines, only, ticklabels  # noqa: E402
 
 N = 40
 
@@ -135,6 +135,14 @@ def test_history_records_every_check(world, capsys, monkeypatch):
     drawn = capture(monkeypatch)
     rc, res = _drift(tmp, db, "blurred")
     _check_drift_plots(drawn, res)
+    newest = max(tmp.glob("out*"), key=lambda d: d.stat().st_mtime)
+    table = html_tables((newest / "report.html").read_text())["gates"]
+    assert table[0][:4] == ["gate", "value [CI]", "threshold", "result"]
+    for row, g in zip(table[1:], res["drift"]["gates"], strict=True):
+        assert row[0] == g["name"] and row[3] == g["status"], g["name"]
+        if g["value"] is not None:
+            assert cell(row[1].split()[0]) == pytest.approx(g["value"], rel=5e-3, abs=1e-12), g["name"]
+            assert cell(row[2]) == pytest.approx(g["threshold"], rel=5e-3), g["name"]
     hist = res["drift"]["history"]
     assert len(hist) >= 2 and hist[-1]["current"] == "blurred" and hist[-1]["passed"] is False
     assert "sharpness" in hist[-1]["failed"] and hist[-2]["passed"] is True

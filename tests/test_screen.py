@@ -17,7 +17,7 @@ from scenes import render, scenes, write_set  # noqa: E402
 import cli  # noqa: E402
 from perception_gap.metrics.centroid import centroid_distance  # noqa: E402
 from perception_gap.workflows.screening import rank_renderings, scene_clusters, shared_draws, view_distances  # noqa: E402
-from tests.figures import capture, check_stats_plots, legend, lines, only, ticklabels  # noqa: E402
+from tests.figures import capture, cell, check_stats_plots, html_tables, legend, lines, only, ticklabels  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -81,11 +81,24 @@ def _check_screen_plots(drawn, res):
     assert ax.get_xlabel().startswith("normalized centroid distance to real")
 
 
+def _check_screen_table(html, scr):
+    """The ranking table: each rendering's rank, distance and per-view distances, closest first."""
+    table = html_tables(html)["screen-ranking"]
+    assert table[0] == ["rank", "sim set", "distance [CI]", *scr["views"]]
+    for row, r in zip(table[1:], scr["ranking"], strict=True):
+        assert row[:2] == [str(r["rank"]), r["set"]]
+        assert cell(row[2].split()[0]) == pytest.approx(r["distance"], rel=5e-3)
+        assert [cell(c) for c in row[3:]] == pytest.approx([r["per_view"][v]["distance"] for v in scr["views"]],
+                                                           rel=5e-3)
+
+
 def test_known_difference_is_ranked_and_significant(catalog, monkeypatch):
     tmp, db = catalog
     drawn = capture(monkeypatch)
     rc, res = _screen(tmp, db, "--sim", "far", "--sim", "close")
     _check_screen_plots(drawn, res)
+    newest = max(tmp.glob("out*"), key=lambda d: d.stat().st_mtime)
+    _check_screen_table((newest / "report.html").read_text(), res["screen"])
     assert rc == 0
     scr = res["screen"]
     assert [r["set"] for r in scr["ranking"]] == ["close", "far"] and scr["closest"] == "close"
