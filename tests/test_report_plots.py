@@ -236,3 +236,21 @@ def test_run_report_plots_read_back_by_value(monkeypatch):
     # the same bins in metres: 10^(-3 + 8 * 30 / 80) = 1 m for the metre set, 1 mm for the millimetre one
     assert steps["gen (sim, native m)"].get_data()[1][30] == pytest.approx(1.0)
     assert ax.get_xscale() == "log" and ax.get_xlabel().startswith("depth (m")
+
+
+def test_thumbnail_keeps_orientation_aspect_and_colours(tmp_path):
+    from reports.plots import thumbnail
+
+    a = np.zeros((200, 300, 3), np.uint8)
+    a[:, :150] = (220, 30, 30)  # left half red
+    a[:, 150:] = (30, 30, 220)  # right half blue
+    a[:50, :, 1] = 200  # top band adds green
+    Image.fromarray(a).save(tmp_path / "f.png")
+    raw = base64.b64decode(str(thumbnail(str(tmp_path / "f.png"))).split(",", 1)[1])
+    with Image.open(io.BytesIO(raw)) as im:
+        t = np.asarray(im.convert("RGB"), dtype=float)
+    assert t.shape == (107, 160, 3)  # longest side 160, aspect kept
+    for (r0, r1, c0, c1), want in (((30, 100, 5, 70), a[150, 10]), ((30, 100, 90, 155), a[150, 290]),
+                                   ((2, 20, 5, 70), a[10, 10])):
+        np.testing.assert_allclose(t[r0:r1, c0:c1].reshape(-1, 3).mean(0), want, atol=8)
+    assert thumbnail(str(tmp_path / "missing.png")) is None
