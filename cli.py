@@ -317,6 +317,10 @@ def _geometry_parsers(sub: argparse._SubParsersAction, common: argparse.Argument
         fc.add_argument(gate_flag, type=non_negative, metavar=gate_metavar, help=gate_help)
         fc.add_argument("--out", help="output folder (results.json, report.html)")
         fc.add_argument("--json", help="write the results to this JSON file")
+        if name == "reprojection":
+            fc.add_argument("--initial-states", metavar="STATES.csv",
+                            help="training initial states (CSV columns x, y, z in metres, optional success 0/1): "
+                                 "their density and the failures on the grid beside the error surface")
         fc.set_defaults(func=_command(name))
 
 

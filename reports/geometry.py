@@ -117,6 +117,56 @@ def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
     return out
 
 
+def coverage_plot(rep: Mapping[str, Any]) -> Markup | None:
+    """Per grid layer (z): training initial states per cell (squares, shaded by count) and the
+    failures (red circles, area by count), to read beside the error heatmap of the same layers."""
+    grid, cov = rep.get("grid") or {}, rep.get("coverage")
+    pts = grid.get("points") or []
+    if not pts or not isinstance(cov, Mapping) or not isinstance(cov.get("cells"), Mapping):
+        return None
+    states, fails = cov["cells"].get("n_states") or [], cov["cells"].get("n_failures") or []
+    if len(states) != len(pts) or len(fails) != len(pts):
+        return None
+    zs = sorted({round(p[2], 6) for p in pts})
+    if len(zs) > MAX_LAYERS:
+        zs = [zs[round(i * (len(zs) - 1) / (MAX_LAYERS - 1))] for i in range(MAX_LAYERS)]
+    vmax = max(max(states), 1)
+    fmax = max(max(fails), 1)
+    fig = _figure(3.2 * len(zs) + 0.8, 3.0)
+    for k, z in enumerate(zs):
+        ax = fig.add_subplot(1, len(zs), k + 1)
+        layer = [i for i, p in enumerate(pts) if round(p[2], 6) == z]
+        sc = ax.scatter([pts[i][0] for i in layer], [pts[i][1] for i in layer], c=[states[i] for i in layer],
+                        marker="s", s=18, cmap="Blues", vmin=0, vmax=vmax)
+        failed = [i for i in layer if fails[i] > 0]
+        if failed:
+            ax.scatter([pts[i][0] for i in failed], [pts[i][1] for i in failed], s=[8 + 40 * fails[i] / fmax for i in failed],
+                       facecolors="none", edgecolors="#c0392b", label="failures")
+        ax.set_title(f"z = {z:.3g} m", fontsize=9)
+        ax.set_xlabel("x (m)", fontsize=8)
+        ax.set_aspect("equal", adjustable="datalim")
+    fig.colorbar(sc, ax=fig.axes, label="initial states per cell")
+    return _png(fig)
+
+
+def _coverage(cov: Any) -> str:
+    if not isinstance(cov, Mapping):
+        return ""
+    verdict = {"recalibrate": "the error grows toward the failing starts: recalibrate",
+               "thin_coverage": "failures where coverage is thin and the error is flat: a data or randomization problem",
+               "none": "neither", "insufficient": "too few failures or successes to decide"}.get(cov.get("verdict"), "")
+    rows = [["initial states", cov.get("n_states")], ["outside the grid", cov.get("n_outside")],
+            ["with an outcome", cov.get("n_outcomes")], ["failures", cov.get("n_failures")],
+            ["error at failures / successes (px)", f"{num(cov.get('error_failures_px'))} / {num(cov.get('error_successes_px'))}"],
+            ["AUC error (failure > success)", cov.get("auc_error")],
+            ["coverage at failures / successes (median)", f"{num(cov.get('coverage_failures'))} / "
+                                                          f"{num(cov.get('coverage_successes'))}"],
+            ["AUC coverage (failure < success)", cov.get("auc_coverage")]]
+    return (f"<h3>Initial states and failures on the grid</h3><p>Verdict: <strong>{escape(verdict)}</strong>.</p>"
+            f"<p class=\"rule\">Decision rule: {escape(cov.get('rule', ''))}</p>"
+            + _table(["", "value"], rows, "coverage-summary"))
+
+
 def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
     if not findings:
         return "<p>No finding.</p>"
@@ -159,8 +209,11 @@ def _reprojection(rep: Mapping[str, Any]) -> str:
     known = rep.get("points")
     extra = (f"<p>Known points: {num(known.get('n'))}; real model RMS {num(known.get('real_rms_px'))} px, sim model "
              f"RMS {num(known.get('sim_rms_px'))} px.</p>") if isinstance(known, Mapping) else ""
+    plots = reprojection_plots(rep)  # the error heatmap first, the coverage beside it, then the distance plot
     return ("<h2>Reprojection</h2>" + _gate(rep) + _table(["", "value"], rows, "reprojection-summary") + extra
-            + _camera_fit(rep.get("camera_fit")) + "".join(_img(p, "reprojection") for p in reprojection_plots(rep)))
+            + _camera_fit(rep.get("camera_fit")) + "".join(_img(p, "reprojection") for p in plots[:1])
+            + _coverage(rep.get("coverage")) + _img(coverage_plot(rep), "initial states and failures")
+            + "".join(_img(p, "reprojection") for p in plots[1:]))
 
 
 def _vec(v: Any) -> str:
