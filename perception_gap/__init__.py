@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from perception_gap.version import __version__
 
-_API = ("open_catalog", "index_folder", "index_manifest", "stats", "run", "screen", "drift", "list_encoders",
-        "load_results", "write_outputs")
+_API = ("open_catalog", "index_folder", "index_manifest", "stats", "run", "screen", "drift", "policy_check",
+        "list_encoders", "load_results", "write_outputs")
 
 __all__ = ["__version__", *_API]
 
@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
         list_encoders,
         load_results,
         open_catalog,
+        policy_check,
         run,
         screen,
         stats,

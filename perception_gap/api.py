@@ -145,6 +145,23 @@ def drift(catalog: Catalog, baseline: str, current: str, *, encoders: list[str] 
     return res
 
 
+def policy_check(catalog: Catalog, sim: str, real: str, policy: str, *, preprocess: str | None = None,
+                 batch_size: int = 32) -> dict[str, Any]:
+    """Push the paired frames of sets `sim` and `real` (any source the catalog indexes) through a frozen policy.
+
+    Args:
+        policy: a TorchScript file, a `torch.export` `.pt2` program, or `module:function`.
+        preprocess: optional `module:function` called on each batch as fn(images, proprio).
+        batch_size: frames per policy call.
+
+    Returns:
+        The results.json structure with `policy_check` (`per_dim`, `n_pairs`, `skipped`, ...) and `findings`.
+    """
+    from perception_gap.workflows.policy_check import policy_check_job
+
+    return policy_check_job(catalog, sim, real, policy, preprocess=preprocess, batch_size=batch_size)
+
+
 def list_encoders() -> list[dict[str, Any]]:
     """Registered encoders: `name`, `family`, `dim`, `weights_available` (loads no model)."""
     import encoders
