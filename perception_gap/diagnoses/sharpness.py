@@ -155,6 +155,8 @@ def check_resize_filter(ctx: Context) -> Finding | None:
     nearest_up = (sig is not None and top_par >= NEAREST_PARITY and top_par - lo_par >= NEAREST_PARITY_GAP
                   and hi_par == sharper)
     aliasing = _aliasing(hf, sig)
+    if aliasing and not nearest_up and ctx.memo.get("anisotropy_differs") is not None:
+        aliasing = False  # one side blurred along one direction: its top band is not a filter's
     if not (aliasing or nearest_up):
         return None
     family = ({sharper: _NEAREST_UP, other: _INTERPOLATED_UP} if nearest_up
