@@ -9,6 +9,12 @@ from typing import Any
 from perception_gap.commands.output import atomic_write_text, check_outputs, dumps, fmt, progress_bar
 
 
+def _extreme(pick, values):
+    """min or max of the finite values (None when there is none: an all-NaN set)."""
+    finite = [v for v in values or () if v is not None]
+    return pick(finite) if finite else None
+
+
 def _print_stats(res: dict[str, Any]) -> None:
     sets, stats = res["sets"], res["stats"]
     for name, info in sets.items():
@@ -23,7 +29,7 @@ def _print_stats(res: dict[str, Any]) -> None:
                   f"under the new content), e.g. {info['reindexed'][0]}")
         if s.get("n_images"):
             print(f"    size {fmt(s['sizes'])}  dtype {fmt(s['dtypes'])}  jpeg {fmt(s['jpeg_fraction'])}")
-            print(f"    channel mean {fmt(s['channel_mean'])}  std {fmt(s['channel_std'])}  range [{fmt(min(s['channel_min']))}, {fmt(max(s['channel_max']))}]")
+            print(f"    channel mean {fmt(s['channel_mean'])}  std {fmt(s['channel_std'])}  range [{fmt(_extreme(min, s['channel_min']))}, {fmt(_extreme(max, s['channel_max']))}]")
             lp = s["lum_percentiles"]
             print(f"    luma p1/p50/p99 {fmt(lp['p1'])}/{fmt(lp['p50'])}/{fmt(lp['p99'])}  sharpness {fmt(s['sharpness'])}  hf ratio {fmt(s['hf_ratio'])}")
         d = s.get("depth")

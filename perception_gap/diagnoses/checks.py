@@ -39,7 +39,7 @@ from perception_gap.diagnoses.control import check_control
 from perception_gap.diagnoses.depth import check_depth_dropout, check_depth_scale
 from perception_gap.diagnoses.depth_invalid import check_depth_invalid
 from perception_gap.diagnoses.encoding import infer_encodings
-from perception_gap.diagnoses.formats import check_frame_format, majority_formats
+from perception_gap.diagnoses.formats import check_frame_format, check_non_finite, majority_formats
 from perception_gap.diagnoses.geometry import check_resolution
 from perception_gap.diagnoses.joints import check_joint_units
 from perception_gap.diagnoses.motion import check_motion_blur
@@ -58,6 +58,7 @@ logger = logging.getLogger(__name__)
 # The registry, in the order checks contaminate each other (see the module docstring).
 CHECKS: tuple[tuple[str, Callable[[Context], Finding | None]], ...] = (
     ("resolution", check_resolution),
+    ("non_finite", check_non_finite),
     ("value_range", check_value_range),
     ("normalization", check_normalization),
     ("frame_format", check_frame_format),
@@ -108,7 +109,7 @@ _IMAGE_CHECKS = {"value_range", "normalization", "channel_swap", "compression", 
                  "sharpness", "brightness", "white_balance", "orientation", "field_of_view", "pair_sync",
                  "tone_curve", "vignetting", "motion_blur"}
 # Codes that say nothing about appearance: `unexplained_gap` still speaks when only these fired.
-_NOT_APPEARANCE = {"joint_units", "control_dims", "control_scale", "control_sign", "depth_scale", "depth_invalid",
+_NOT_APPEARANCE = {"non_finite", "joint_units", "control_dims", "control_scale", "control_sign", "depth_scale", "depth_invalid",
                    "depth_dropout", "insufficient_data"}
 
 
@@ -133,7 +134,7 @@ def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
         `brightness`, `white_balance`, `resolution`, `joint_units`, and the spatial, transfer-curve,
         depth-convention, control and format codes: `frame_format`, `orientation`, `field_of_view`,
         `pair_sync`, `tone_curve`, `vignetting`, `motion_blur`, `depth_invalid`, `control_dims`,
-        `control_scale`, `control_sign`, `unexplained_gap`), ordered by `order_findings`; empty when
+        `control_scale`, `control_sign`, `non_finite`, `unexplained_gap`), ordered by `order_findings`; empty when
         nothing is off.
     """
     return diagnose_with_maps(sim, real)[0]

@@ -66,3 +66,31 @@ def check_frame_format(ctx: Context) -> Finding | None:
     action = (f"Remove or re-export the odd {side} frames (one camera stream, one encoding per set); the image "
               f"findings are computed without them.")
     return Finding("frame_format", "bug", title, ev, action, num(1.0 + odd[side]))
+
+
+def check_non_finite(ctx: Context) -> Finding | None:
+    """NaN or infinite values inside frames (float observation arrays): a pipeline bug, never measured.
+
+    Frames whose sampled values are all non-finite are left out of every image check (they have
+    no mean); partly non-finite frames are measured on their finite values. Either way the values
+    are named here, with the share of frames and of their pixels.
+    """
+    rows = {}
+    for side in ("sim", "real"):
+        frames = [f for f in (ctx.sim.frames if side == "sim" else ctx.real.frames) if f.image is not None]
+        bad = [f.image.nonfinite_frac for f in frames if f.image.nonfinite_frac > 0]
+        if bad:
+            rows[side] = {"frames": len(bad), "of": len(frames), "all_non_finite": sum(b >= 1.0 for b in bad),
+                          "mean_pixel_share": num(sum(bad) / len(bad), 4)}
+    if not rows:
+        return None
+    ev = basis_evidence("distribution", 0, ctx)
+    ev.update({"non_finite": rows})
+    side = max(rows, key=lambda k: rows[k]["frames"])
+    r = rows[side]
+    whole = f", {r['all_non_finite']} of them entirely" if r["all_non_finite"] else ""
+    title = (f"{r['frames']} of {r['of']} {side} frames hold NaN or infinite values "
+             f"({r['mean_pixel_share']:.0%} of their pixels on average{whole}).")
+    action = ("Find where the non-finite values enter the observation (a division by a zero std or range, invalid "
+              "depth fused into the image, an uninitialized buffer) and fix it; a policy fed NaN acts on garbage.")
+    return Finding("non_finite", "bug", title, ev, action, num(100.0 + r["frames"]))
