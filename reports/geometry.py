@@ -149,6 +149,14 @@ def coverage_plot(rep: Mapping[str, Any]) -> Markup | None:
     return _png(fig)
 
 
+def _contrast_rows(group: str, unit: str, c: Any) -> list[list[Any]]:
+    if not isinstance(c, Mapping) or not _ok(c.get("threshold")):
+        return []
+    return [[f"failure rate, starts with {group} {num(c['threshold'])} {unit} / the others",
+             f"{num(c.get('failure_rate_in'))} / {num(c.get('failure_rate_out'))} (Fisher p {num(c.get('p_value'))}"
+             f"{', holds' if c.get('holds') else ''})"]]
+
+
 def _coverage(cov: Any) -> str:
     if not isinstance(cov, Mapping):
         return ""
@@ -159,9 +167,11 @@ def _coverage(cov: Any) -> str:
             ["with an outcome", cov.get("n_outcomes")], ["failures", cov.get("n_failures")],
             ["error at failures / successes (px)", f"{num(cov.get('error_failures_px'))} / {num(cov.get('error_successes_px'))}"],
             ["AUC error (failure > success)", cov.get("auc_error")],
-            ["coverage at failures / successes (median)", f"{num(cov.get('coverage_failures'))} / "
-                                                          f"{num(cov.get('coverage_successes'))}"],
-            ["AUC coverage (failure < success)", cov.get("auc_coverage")]]
+            *_contrast_rows("error above", "px", cov.get("high_error")),
+            ["coverage at failures / successes (median states per cell)",
+             f"{num(cov.get('coverage_failures'))} / {num(cov.get('coverage_successes'))}"],
+            ["AUC coverage (failure < success)", cov.get("auc_coverage")],
+            *_contrast_rows("coverage at most", "states per cell", cov.get("thin"))]
     return (f"<h3>Initial states and failures on the grid</h3><p>Verdict: <strong>{escape(verdict)}</strong>.</p>"
             f"<p class=\"rule\">Decision rule: {escape(cov.get('rule', ''))}</p>"
             + _table(["", "value"], rows, "coverage-summary"))

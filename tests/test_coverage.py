@@ -83,7 +83,7 @@ def test_failures_where_coverage_is_thin_and_error_flat_are_thin_coverage():
     states, success = _thin_corner_states(np.random.default_rng(2))
     cov = coverage_on_grid(_pts(), 0.05, r.error_px, states, success, r.mean)
     assert cov.verdict == "thin_coverage" and cov.n_outside == 0 and cov.n_states == 424
-    assert cov.failure_rate_thin >= 2 * cov.failure_rate_covered and cov.thin_p_value < 1e-4
+    assert cov.thin.holds and cov.thin.rate_in >= 2 * cov.thin.rate_out and cov.thin.p_value < 1e-4
     assert cov.coverage_failures < cov.coverage_successes and cov.auc_coverage > 0.5
     assert cov.error_failures_px == pytest.approx(cov.error_successes_px, abs=1e-6)  # flat: 3 px everywhere
     codes = [f.code for f in coverage_findings(reprojection_findings(r), cov)]
@@ -103,6 +103,25 @@ def test_error_growing_toward_the_failures_is_extrinsics():
     assert found[0].evidence["toward_failures"]["verdict"] == "recalibrate" and "rotation_deg" in found[0].evidence
     # without the camera fit's finding the decision stands on its own
     assert [f.code for f in coverage_findings([], cov)] == ["extrinsics"]
+
+
+def test_an_error_gradient_toward_failures_over_a_base_failure_rate_is_extrinsics():
+    """Error rising from 0 px at x = -0.3 to 6 px at x = 0.3 (focal +10 px, cx +3 px); 20% of all starts
+    fail, 60% beyond x = 0.2: the AUC is diluted by the base failures, the high-error
+    contrast is not. The same failures over a flat error, evenly covered, decide nothing."""
+    sim = parse_camera(_cam(_look_down(1.0)), "sim")
+    r = reprojection_error(sim, parse_camera(_cam(_look_down(1.0), fx=610, cx=323), "real"), _pts())
+    rng = np.random.default_rng(0)
+    states = np.c_[rng.uniform(-0.3, 0.3, 600), rng.uniform(-0.2, 0.2, 600), np.zeros(600)]
+    success = np.where(states[:, 0] > 0.2, rng.random(600) > 0.6, rng.random(600) > 0.2).astype(float)
+    cov = coverage_on_grid(_pts(), 0.05, r.error_px, states, success, r.mean)
+    assert cov.verdict == "recalibrate" and cov.auc_error < 0.7 and cov.high_error.holds
+    assert cov.high_error.rate_in >= 2 * cov.high_error.rate_out and cov.high_error.p_value * 4 <= 0.05
+    assert cov.high_error.gap >= 0.6  # the high-error starts' mean error, px above the others' (0.2 x 3 px mean)
+    assert [f.code for f in coverage_findings([], cov)] == ["extrinsics"]
+    flat = _flat_error()
+    even = coverage_on_grid(_pts(), 0.05, flat.error_px, states, success, flat.mean)
+    assert even.verdict == "none" and not even.high_error.holds and not even.thin.holds
 
 
 def test_random_failures_and_too_few_outcomes_decide_nothing():

@@ -3,23 +3,26 @@
 Each initial state (x, y, z in the robot base frame, metres) falls in the cell of its nearest grid
 point (a box of one grid step around it; a state farther than half a step from every grid point
 on some axis is `outside`). Per cell: the states in it, the states with an outcome, the failures
-and the failure rate. A state's *coverage* is the number of states in its cell and the cells
-around it (a 3 x 3 x 3 block, clipped at the grid's edge): how densely the training data covers
+and the failure rate. A state's *coverage* is the mean number of training states per cell over
+its cell and the cells around it (a 3 x 3 x 3 block, the cells inside the grid only, so a start
+at the workspace's edge is not thin for being at the edge): how densely the training data covers
 the neighbourhood of that start.
 
 The decision rule (the workspace check's second half) compares the failing starts with the
-succeeding ones:
+succeeding ones. A *contrast* of a group of starts holds when they fail at least RATE_FACTOR
+times as often as the other starts, RATE_GAP more in absolute terms, with Fisher's exact test
+(one-sided) p <= P_MAX.
 
-- error *grows toward the failing region* when the reprojection error at failing starts exceeds
-  that at succeeding starts with AUC >= AUC_MIN (Mann-Whitney: the chance that a random failure's
-  error exceeds a random success's) and by at least max(ERROR_MIN_PX, ERROR_MIN_SHARE x the grid's
-  mean error) on average: the camera model is wrong where the policy fails, so recalibrate
-  (`extrinsics`);
+- error *grows toward the failing region* when either the error ranks failures above successes
+  with AUC >= AUC_MIN (Mann-Whitney) and their mean error exceeds the successes' by at least
+  max(ERROR_MIN_PX, ERROR_MIN_SHARE x the grid's mean error), or the starts whose error is above
+  one of HIGH_ERROR_QUANTILES of the starts' errors show a contrast (its p Bonferroni-corrected:
+  p x the number of quantiles <= P_MAX; the strongest is reported) and their mean error exceeds
+  the other starts' by that much: the camera model is wrong where the policy fails, so
+  recalibrate (`extrinsics`);
 - otherwise the error is *flat* toward the failures; when thinly covered starts (coverage at most
-  THIN_RATIO x the median coverage of all training states) fail at least THIN_RATE_FACTOR times as
-  often as the others, THIN_RATE_GAP more in absolute terms, and Fisher's exact test (one-sided)
-  gives p <= THIN_P_MAX, the failures are a data or randomization problem (`thin_coverage`):
-  collect or randomize more starts there.
+  THIN_RATIO x the median coverage of all training states) show a contrast, the failures are a
+  data or randomization problem (`thin_coverage`): collect or randomize more starts there.
 
 Nothing is decided with fewer than MIN_OUTCOMES failures or successes.
 """
@@ -38,17 +41,22 @@ AUC_MIN = 0.7
 ERROR_MIN_PX = 0.5
 ERROR_MIN_SHARE = 0.2
 THIN_RATIO = 0.5
-THIN_RATE_FACTOR = 2.0
-THIN_RATE_GAP = 0.2
-THIN_P_MAX = 0.05
+RATE_FACTOR = 2.0
+RATE_GAP = 0.2
+P_MAX = 0.05
 MIN_OUTCOMES = 5
-RULE = (f"Failing starts vs succeeding starts. Error grows toward the failing region when the reprojection error at "
-        f"failures exceeds that at successes with AUC >= {AUC_MIN:g} and by >= max({ERROR_MIN_PX:g} px, "
-        f"{ERROR_MIN_SHARE:g} x the mean error) on average: recalibrate (extrinsics). Otherwise the error is flat "
-        f"there; when thinly covered starts (coverage, the training states in the 3 x 3 x 3 cell block around a "
-        f"start, <= {THIN_RATIO:g} x its median) fail >= {THIN_RATE_FACTOR:g} x as often as the others and "
-        f">= {THIN_RATE_GAP:g} more, Fisher's exact test p <= {THIN_P_MAX:g}, it is a data or randomization problem "
-        f"(thin_coverage). At least {MIN_OUTCOMES} failures and {MIN_OUTCOMES} successes are needed.")
+HIGH_ERROR_QUANTILES = (0.5, 0.7, 0.8, 0.9)
+RULE = (f"Failing starts vs succeeding starts; a group of starts shows a contrast when it fails >= {RATE_FACTOR:g} x "
+        f"as often as the other starts and >= {RATE_GAP:g} more, Fisher's exact test p <= {P_MAX:g}. Error grows "
+        f"toward the failing region when the reprojection error ranks failures above successes with AUC >= "
+        f"{AUC_MIN:g}, or the starts above the {', '.join(f'{q:.0%}' for q in HIGH_ERROR_QUANTILES)} quantile of the "
+        f"error show a contrast (Bonferroni over the {len(HIGH_ERROR_QUANTILES)}), in either case with a mean error "
+        f">= max({ERROR_MIN_PX:g} px, {ERROR_MIN_SHARE:g} x the mean error) above the other group's: recalibrate "
+        f"(extrinsics). "
+        f"Otherwise the error is flat there; when thinly covered starts (coverage, the mean training states per cell "
+        f"over the 3 x 3 x 3 block around a start, <= {THIN_RATIO:g} x its median) show a contrast, it is a data or "
+        f"randomization problem (thin_coverage). At least {MIN_OUTCOMES} failures and {MIN_OUTCOMES} successes are "
+        f"needed.")
 
 
 def mann_whitney_auc(high: np.ndarray, low: np.ndarray) -> float:
@@ -99,20 +107,73 @@ def block_sum(counts: np.ndarray, shape: tuple[int, int, int]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Contrast:
+    """Failure rates of a group of starts against the others.
+
+    Attributes:
+        threshold: what puts a start in the group (an error above it, px; a coverage at or below it).
+        gap: mean of that quantity in the group minus the other starts' (NaN when either is empty).
+        rate_in, rate_out: failure rates inside and outside the group (NaN when empty).
+        p_value: Fisher's exact test, one-sided (the group fails more).
+        holds: the contrast of the decision rule (module docstring).
+    """
+
+    threshold: float
+    gap: float
+    rate_in: float
+    rate_out: float
+    p_value: float
+    holds: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (v if isinstance(v, bool) or math.isfinite(v) else None) for k, v in
+                (("threshold", self.threshold), ("gap", self.gap), ("failure_rate_in", self.rate_in), ("failure_rate_out", self.rate_out), ("p_value", self.p_value),
+                 ("holds", self.holds))}
+
+
+def failure_contrast(in_fail: np.ndarray, in_success: np.ndarray, values: np.ndarray, threshold: float, *,
+                     n_tests: int = 1) -> Contrast:
+    """The contrast of the starts in a group.
+
+    Args:
+        in_fail: (F,) bool, which failing starts are in the group.
+        in_success: (S,) bool, which succeeding starts are in the group.
+        values: (F + S,) the quantity that defines the group, failures first (for `gap`).
+        threshold: the group's cut, reported as it is.
+        n_tests: groups tried for the same question (Bonferroni: p x n_tests <= P_MAX).
+    """
+    from scipy.stats import fisher_exact
+
+    a, b = int(in_fail.sum()), int(in_success.sum())
+    c, d = len(in_fail) - a, len(in_success) - b
+    rate_in = a / (a + b) if a + b else math.nan
+    rate_out = c / (c + d) if c + d else math.nan
+    p = float(fisher_exact([[a, b], [c, d]], alternative="greater")[1])
+    inside = np.r_[in_fail, in_success]
+    gap = float(values[inside].mean() - values[~inside].mean()) if a + b and c + d else math.nan
+    holds = bool(a + b and c + d and rate_in >= RATE_FACTOR * rate_out and rate_in - rate_out >= RATE_GAP
+                 and p * n_tests <= P_MAX)
+    return Contrast(threshold, gap, rate_in, rate_out, p, holds)
+
+
+_NO_CONTRAST = Contrast(math.nan, math.nan, math.nan, math.nan, math.nan, False)
+
+
+@dataclass(frozen=True)
 class Coverage:
     """Initial states and failures per grid cell, and the decision beside the error surface.
 
     Attributes:
         n_states, n_outcomes, n_failures, n_outside: states read, with an outcome, failed, outside the grid.
         cell_states, cell_outcomes, cell_failures: (N,) counts per grid cell (aligned with the grid points).
-        cell_coverage: (N,) states in each cell's 3 x 3 x 3 block.
+        cell_coverage: (N,) mean training states per cell over each cell's 3 x 3 x 3 block.
         auc_error: AUC that a failure's reprojection error exceeds a success's (NaN if undecidable).
         error_failures_px, error_successes_px: mean error at failing / succeeding starts.
+        high_error: the strongest contrast of the starts whose error is above a quantile (HIGH_ERROR_QUANTILES).
         auc_coverage: AUC that a failure's coverage is below a success's.
         coverage_failures, coverage_successes: median coverage at failing / succeeding starts.
         thin_below: the coverage at or below which a start counts as thinly covered.
-        failure_rate_thin, failure_rate_covered: failure rates of thinly covered and other starts.
-        thin_p_value: Fisher's exact test (one-sided: thin starts fail more).
+        thin: the contrast of the thinly covered starts.
         verdict: `recalibrate` (error grows toward the failures), `thin_coverage`, `none` or
             `insufficient` (too few failures or successes).
     """
@@ -128,13 +189,12 @@ class Coverage:
     auc_error: float
     error_failures_px: float
     error_successes_px: float
+    high_error: Contrast
     auc_coverage: float
     coverage_failures: float
     coverage_successes: float
     thin_below: float
-    failure_rate_thin: float
-    failure_rate_covered: float
-    thin_p_value: float
+    thin: Contrast
     verdict: str
     higher_is_gap: bool = True
 
@@ -146,14 +206,14 @@ class Coverage:
         return {"n_states": self.n_states, "n_outcomes": self.n_outcomes, "n_failures": self.n_failures,
                 "n_outside": self.n_outside, "verdict": self.verdict, "rule": RULE,
                 "auc_error": num(self.auc_error), "error_failures_px": num(self.error_failures_px),
-                "error_successes_px": num(self.error_successes_px), "auc_coverage": num(self.auc_coverage),
-                "coverage_failures": num(self.coverage_failures), "coverage_successes": num(self.coverage_successes),
-                "thin_below": num(self.thin_below), "failure_rate_thin": num(self.failure_rate_thin),
-                "failure_rate_covered": num(self.failure_rate_covered), "thin_p_value": num(self.thin_p_value),
+                "error_successes_px": num(self.error_successes_px), "high_error": self.high_error.to_dict(),
+                "auc_coverage": num(self.auc_coverage), "coverage_failures": num(self.coverage_failures),
+                "coverage_successes": num(self.coverage_successes), "thin_below": num(self.thin_below),
+                "thin": self.thin.to_dict(),
                 "cells": {"n_states": self.cell_states.astype(int).tolist(),
                           "n_outcomes": self.cell_outcomes.astype(int).tolist(),
                           "n_failures": self.cell_failures.astype(int).tolist(), "failure_rate": rate,
-                          "coverage": self.cell_coverage.astype(int).tolist()}}
+                          "coverage": [round(float(c), 4) for c in self.cell_coverage]}}
 
 
 def coverage_on_grid(points: np.ndarray, step: float, error_px: np.ndarray, states: np.ndarray,
@@ -175,38 +235,39 @@ def coverage_on_grid(points: np.ndarray, step: float, error_px: np.ndarray, stat
     cell_states = np.bincount(cell[inside], minlength=n)
     cell_outcomes = np.bincount(cell[has], minlength=n)
     cell_failures = np.bincount(cell[fail], minlength=n)
-    cov = block_sum(cell_states, shape)
+    cov = block_sum(cell_states, shape) / block_sum(np.ones(n), shape)
     ok = has & np.isfinite(np.where(inside, error_px[np.maximum(cell, 0)], np.nan))
     f_i, s_i = cell[ok & fail], cell[ok & ~fail]
     nan = math.nan
-    auc_e = ef = es = auc_c = cf = cs = rt = rc = p = nan
+    auc_e = ef = es = auc_c = cf = cs = nan
+    high = thin = _NO_CONTRAST
     thin_below = THIN_RATIO * float(np.median(cov[cell[inside]])) if inside.any() else nan
     verdict = "insufficient"
     if len(f_i) >= MIN_OUTCOMES and len(s_i) >= MIN_OUTCOMES:
-        from scipy.stats import fisher_exact
-
         auc_e = mann_whitney_auc(error_px[f_i], error_px[s_i])
         ef, es = float(error_px[f_i].mean()), float(error_px[s_i].mean())
+        errors = error_px[np.r_[f_i, s_i]]
+        for q in HIGH_ERROR_QUANTILES:  # a strict cut: a flat error puts no start above it
+            cut = float(np.quantile(errors, q))
+            c = failure_contrast(error_px[f_i] > cut, error_px[s_i] > cut, errors, cut,
+                                 n_tests=len(HIGH_ERROR_QUANTILES))
+            if high is _NO_CONTRAST or (c.holds, -c.p_value) > (high.holds, -high.p_value):
+                high = c
         auc_c = mann_whitney_auc(-cov[f_i], -cov[s_i])
         cf, cs = float(np.median(cov[f_i])), float(np.median(cov[s_i]))
-        thin_f, thin_s = int((cov[f_i] <= thin_below).sum()), int((cov[s_i] <= thin_below).sum())
-        table = [[thin_f, thin_s], [len(f_i) - thin_f, len(s_i) - thin_s]]
-        rt = thin_f / (thin_f + thin_s) if thin_f + thin_s else nan
-        rc = table[1][0] / sum(table[1]) if sum(table[1]) else nan
-        p = float(fisher_exact(table, alternative="greater")[1])
-        grows = auc_e >= AUC_MIN and ef - es >= max(ERROR_MIN_PX, ERROR_MIN_SHARE * mean_error_px)
-        thin = (thin_f + thin_s > 0 and sum(table[1]) > 0 and rt >= THIN_RATE_FACTOR * rc and rt - rc >= THIN_RATE_GAP
-                and p <= THIN_P_MAX)
-        verdict = "recalibrate" if grows else "thin_coverage" if thin else "none"
+        thin = failure_contrast(cov[f_i] <= thin_below, cov[s_i] <= thin_below, cov[np.r_[f_i, s_i]], thin_below)
+        meaningful = max(ERROR_MIN_PX, ERROR_MIN_SHARE * mean_error_px)
+        grows = (auc_e >= AUC_MIN and ef - es >= meaningful) or (high.holds and high.gap >= meaningful)
+        verdict = "recalibrate" if grows else "thin_coverage" if thin.holds else "none"
     return Coverage(len(states), int(has.sum()), int(fail.sum()), int((~inside).sum()), cell_states, cell_outcomes,
-                    cell_failures, cov, auc_e, ef, es, auc_c, cf, cs, thin_below, rt, rc, p, verdict)
+                    cell_failures, cov, auc_e, ef, es, high, auc_c, cf, cs, thin_below, thin, verdict)
 
 
 def _evidence(cov: Coverage) -> dict[str, Any]:
     d = cov.to_dict()
-    return {k: d[k] for k in ("verdict", "auc_error", "error_failures_px", "error_successes_px", "auc_coverage",
-                              "coverage_failures", "coverage_successes", "thin_below", "failure_rate_thin",
-                              "failure_rate_covered", "thin_p_value", "n_failures", "n_outcomes", "n_states")}
+    return {k: d[k] for k in ("verdict", "auc_error", "error_failures_px", "error_successes_px", "high_error",
+                              "auc_coverage", "coverage_failures", "coverage_successes", "thin_below", "thin",
+                              "n_failures", "n_outcomes", "n_states")}
 
 
 def coverage_findings(findings: list[Finding], cov: Coverage) -> list[Finding]:
@@ -217,18 +278,19 @@ def coverage_findings(findings: list[Finding], cov: Coverage) -> list[Finding]:
         return findings + [Finding(
             "thin_coverage", "gap",
             f"Policy failures start where the training data is thin: starts with at most {cov.thin_below:.3g} training "
-            f"states around them fail {cov.failure_rate_thin:.0%} of the time against {cov.failure_rate_covered:.0%} "
-            f"elsewhere (Fisher p = {cov.thin_p_value:.2g}), while the reprojection error there is flat "
+            f"states per cell around them fail {cov.thin.rate_in:.0%} of the time against {cov.thin.rate_out:.0%} "
+            f"elsewhere (Fisher p = {cov.thin.p_value:.2g}), while the reprojection error there is flat "
             f"({cov.error_failures_px:.3g} px at failures vs {cov.error_successes_px:.3g} px at successes): a "
             f"distribution-shift problem, not a camera one.",
             _evidence(cov),
             "Collect demonstrations or widen the initial-state randomization over the thinly covered cells "
             "(see the coverage plot); recalibrating the camera will not fix these failures.",
-            score=cov.failure_rate_thin - cov.failure_rate_covered)]
+            score=cov.thin.rate_in - cov.thin.rate_out)]
     if cov.verdict != "recalibrate":
         return findings
     sentence = (f"The reprojection error grows toward the failing starts ({cov.error_failures_px:.3g} px at failures "
-                f"vs {cov.error_successes_px:.3g} px at successes, AUC {cov.auc_error:.2f}): recalibrate the camera.")
+                f"vs {cov.error_successes_px:.3g} px at successes, AUC {cov.auc_error:.2f}; starts above the median "
+                f"error fail {cov.high_error.rate_in:.0%} vs {cov.high_error.rate_out:.0%}): recalibrate the camera.")
     for i, f in enumerate(findings):
         if f.code == "extrinsics":
             joined = Finding(f.code, f.severity, f"{f.title} {sentence}", {**f.evidence, "toward_failures": _evidence(cov)},
