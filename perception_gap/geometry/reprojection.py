@@ -197,6 +197,11 @@ def reprojection_error(sim: Camera, real: Camera, points: np.ndarray, *,
                         slope, intercept, growth, structured, known, fit)
 
 
+def _signed(v: float, digits: int) -> str:
+    """`v` with a sign and `digits` decimals; a value that rounds to zero reads +0.00, never -0.00."""
+    return f"{round(v, digits) + 0.0:+.{digits}f}"
+
+
 def _fit_finding(r: Reprojection, group: str) -> Finding:
     """An `intrinsics` or `extrinsics` finding with the fitted offsets of the chosen model."""
     fit = r.fit
@@ -204,15 +209,17 @@ def _fit_finding(r: Reprojection, group: str) -> Finding:
     o = chosen.offsets()
     share = chosen.contribution_px[group]
     if group == "intrinsics":
-        what = (f"principal point {o['principal_point_px'][0]:+.2f}, {o['principal_point_px'][1]:+.2f} px, focal "
-                f"{o['focal_px'][0]:+.2f}, {o['focal_px'][1]:+.2f} px, k1 {o['k1']:+.4f}")
+        pp, f = o["principal_point_px"], o["focal_px"]
+        what = (f"principal point {_signed(pp[0], 2)}, {_signed(pp[1], 2)} px, focal {_signed(f[0], 2)}, "
+                f"{_signed(f[1], 2)} px, k1 {_signed(o['k1'], 4)}")
         title = f"The real camera's intrinsics differ from the sim camera's: {what}"
         action = ("Copy the real camera's calibrated K and distortion into the sim camera (or re-calibrate the real "
                   "camera with a target); check that both use the same image size and principal-point convention.")
         keys = ("principal_point_px", "focal_px", "k1")
     else:
         t = o["translation_mm"]
-        what = (f"{o['translation_norm_mm']:.1f} mm ({t[0]:+.1f}, {t[1]:+.1f}, {t[2]:+.1f} mm in the base frame) and "
+        what = (f"{o['translation_norm_mm']:.1f} mm ({_signed(t[0], 1)}, {_signed(t[1], 1)}, {_signed(t[2], 1)} mm in "
+                f"the base frame) and "
                 f"{o['rotation_angle_deg']:.2f} deg")
         title = f"The real camera's pose differs from the sim camera's by {what}"
         action = ("Re-run the hand-eye calibration or copy the calibrated real pose into the sim camera; check the "
