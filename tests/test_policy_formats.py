@@ -1,5 +1,5 @@
 """policy-check on every source the catalog indexes: LeRobot (one video holding both episodes, and
-PNG cells of Parquet files), HDF5 and a folder of videos, each against the same frames as PNG files, decoded as `stats` decodes them."""
+PNG cells of Parquet files), HDF5, a folder of videos and a ROS 2 bag (MCAP), each against the same frames as PNG files, decoded as `stats` decodes them."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ from cli import main
 from perception_gap.catalog import Catalog
 from perception_gap.ingest.hdf5 import index_hdf5
 from perception_gap.ingest.lerobot import index_lerobot
+from perception_gap.ingest.rosbag import index_rosbag
 from perception_gap.ingest.video import index_video
 from perception_gap.workflows.policy_check import CHANGED, FrameReader, catalog_pairs
 from tests.robot_data import smooth_frames, write_lerobot, write_video
 from tests.test_containers import CAM, png_set
 from tests.test_hdf5 import KEY, write_robomimic
+from tests.test_rosbag import H, W, write_bag
 
 
 class Means(torch.nn.Module):
@@ -29,6 +31,7 @@ class Means(torch.nn.Module):
 
 
 EPISODES = [smooth_frames(5, seed=0), smooth_frames(4, seed=1)]
+BAG_FRAMES = smooth_frames(6, h=H, w=W, seed=2)  # one bag: one episode, raw rgb8 Image messages
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +43,11 @@ def world(tmp_path_factory):
     h5 = write_robomimic(root / "demo.hdf5", EPISODES)
     for ep, frames in enumerate(EPISODES):
         write_video(root / "vid" / f"{ep}.mp4", frames, "h264-lossless")
+    write_bag(root / "run_mcap", "MCAP", colour=[("rgb8", f, f) for f in BAG_FRAMES], depth=[])
     with Catalog(db) as cat:
         png_set(cat, root / "png", EPISODES)
+        png_set(cat, root / "png_bag", [BAG_FRAMES], name="png_bag")
+        assert index_rosbag(cat, root / "run_mcap", "/cam", "bag", "real").usable == 6
         assert index_lerobot(cat, root / "lr", CAM, "lerobot", "real").usable == 9
         assert index_lerobot(cat, root / "cells", CAM, "cells", "real").usable == 9
         assert index_hdf5(cat, h5, KEY, "hdf5", "real").usable == 9
@@ -68,6 +74,19 @@ def test_policy_check_reads_each_container_format_like_the_png_files(world, tmp_
     for j, d in enumerate(pc["per_dim"]):
         assert d["paired_diff_mean"] == pytest.approx(0, abs=1e-7)  # lossless: the same pixels as the PNGs
         assert d["sim_std"] == pytest.approx(ref[j], rel=1e-5) and d["real_std"] == pytest.approx(ref[j], rel=1e-5)
+
+
+def test_policy_check_reads_a_ros_bag_topic_like_the_png_files(world, tmp_path):
+    root, db = world
+    js = tmp_path / "r.json"
+    assert main(["policy-check", "--db", db, "--sim", "png_bag", "--real", "bag", "--policy", str(root / "means.pt"),
+                 "--json", str(js), "-q"]) == 0
+    pc = json.loads(js.read_text())["policy_check"]
+    means = np.array([f.astype(np.float64).mean(axis=(0, 1)) / 255 for f in BAG_FRAMES])
+    assert pc["n_pairs"] == 6 and pc["skipped"] == []
+    for j, d in enumerate(pc["per_dim"]):
+        assert d["paired_diff_mean"] == pytest.approx(0, abs=1e-7)
+        assert d["real_std"] == pytest.approx(means[:, j].std(ddof=1), rel=1e-5)
 
 
 def test_frames_read_out_of_order_restart_the_pass_and_match(world):
