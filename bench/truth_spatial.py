@@ -10,6 +10,7 @@ Every family injects one classic renderer or pipeline fault into real camera fra
 - `motion_blur`: real frames blurred horizontally by a box of magnitude pixels;
 - `pair_sync`: real frames keyed one step late (each pair shows the neighbouring frame);
 - `depth_invalid`: sim marks its holes with 65535, real with 0;
+- `depth_registration`: sim depth moved the magnitude in pixels against its RGB;
 - `control/*`: proprio dimensions dropped, scaled x10, or the gripper's sign flipped;
 - `frame_format`: real frames stored as 1-channel 16-bit.
 """
@@ -68,6 +69,18 @@ def _invalid(s: Side, r: Side, m: float, rng: np.random.Generator) -> tuple[Side
             replace(r, depth=tuple(add_holes(d, rng, m) for d in r.depth), depth_fmt="mm", depth_unit="mm"))
 
 
+def _shift_depth(d: np.ndarray, px: float) -> np.ndarray:
+    """A depth map moved `px` pixels to the right against its RGB (the uncovered columns invalid)."""
+    k = int(round(px))
+    out = np.roll(d, k, axis=1)
+    out[:, :k] = 0.0
+    return out
+
+
+def _registration(s: Side, r: Side, m: float, rng: np.random.Generator) -> tuple[Side, Side]:
+    return replace(s, depth=tuple(_shift_depth(d, m) for d in s.depth)), r
+
+
 def _control(kind: str):
     """Proprio through a manifest: 7 joints and a gripper opening in [0.5, 1]; the fault on one side."""
     def t(s: Side, r: Side, m: float, rng: np.random.Generator) -> tuple[Side, Side]:
@@ -102,6 +115,8 @@ FAULTS: tuple[Fault, ...] = (
           lambda s, r, m, rng: (s, _map(r, lambda a: motion_blur(a, m))), label=lambda m: f"{m:g}px"),
     Fault("pair_sync", "pair_sync", "bug", "steps", _ONE, _ONE, _sync, bases=("paired",)),
     Fault("depth_invalid", "depth_invalid", "bug", "holes pts", (5.0,), (5.0,), _invalid, needs="depth"),
+    Fault("depth_registration", "depth_registration", "bug", "px", (6.0, 12.0, 24.0), (12.0,), _registration,
+          needs="depth", label=lambda m: f"{m:g}px"),
     Fault("control/dims", "control_dims", "bug", "-", _ONE, _ONE, _control("dims")),
     Fault("control/scale", "control_scale", "bug", "factor", (10.0,), (10.0,), _control("scale")),
     Fault("control/sign", "control_sign", "bug", "-", _ONE, _ONE, _control("sign")),
@@ -121,6 +136,7 @@ LIMITS: dict[str, dict[str, float]] = {
     "motion_blur": {"paired": 5.0, "unpaired": 9.0},
     "pair_sync": {"paired": 1, "unpaired": math.inf},
     "depth_invalid": {"paired": 1, "unpaired": 1},
+    "depth_registration": {"paired": 12, "unpaired": 12},
     "control/dims": {"paired": 1, "unpaired": 1},
     "control/scale": {"paired": 10, "unpaired": 10},
     "control/sign": {"paired": 1, "unpaired": 1},

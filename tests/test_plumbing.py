@@ -38,7 +38,7 @@ CODES = {"channel_swap", "sharpness", "value_range", "normalization", "depth_sca
          "compression", "insufficient_data",
          # the spatial, transfer-curve, depth-convention, control and format codes
          "frame_format", "orientation", "field_of_view", "pair_sync", "tone_curve", "vignetting", "motion_blur",
-         "depth_invalid", "control_dims", "control_scale", "control_sign", "unexplained_gap", "non_finite"}
+         "depth_invalid", "control_dims", "control_scale", "control_sign", "unexplained_gap", "non_finite", "depth_registration"}
 
 
 # --------------------------------------------------------------------------------------------

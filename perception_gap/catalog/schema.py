@@ -90,14 +90,14 @@ CREATE TABLE IF NOT EXISTS frame_stats (
     sharpness DOUBLE, hf_ratio DOUBLE, grad_ratio DOUBLE, dup_frac DOUBLE, dup_parity DOUBLE,
     blockiness DOUBLE, nonfinite_frac DOUBLE, hist DOUBLE[],
     noise_sigma DOUBLE, spectrum DOUBLE[], chroma_hf DOUBLE, jpeg_quality DOUBLE,
-    thumb BLOB, grad_xy DOUBLE[]
+    thumb BLOB, grad_xy DOUBLE[], edges DOUBLE[]
 );
 CREATE TABLE IF NOT EXISTS depth_stats (
     content_hash VARCHAR PRIMARY KEY,
     error VARCHAR,
     width INTEGER, height INTEGER, dtype VARCHAR, stride INTEGER,
     percentiles DOUBLE[], mean DOUBLE, dropout DOUBLE, inferred_unit VARCHAR, log_hist DOUBLE[],
-    invalid DOUBLE[]
+    invalid DOUBLE[], edges DOUBLE[]
 );
 CREATE TABLE IF NOT EXISTS annotations (
     set_name VARCHAR NOT NULL,

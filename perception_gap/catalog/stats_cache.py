@@ -25,7 +25,7 @@ def _arrow_stats(name: str, rows: list[dict[str, Any]], cols: tuple[str, ...]) -
     """Cache rows of table `name` (`frame_stats` or `depth_stats`) as an Arrow table of its column types."""
     types = {c: pa.list_(pa.float64()) for c in
              ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles", "hist", "log_hist",
-              "spectrum", "grad_xy", "invalid")}
+              "spectrum", "grad_xy", "invalid", "edges")}
     types["thumb"] = pa.binary()
     types.update({c: pa.float64() for c in
                   ("nominal_max", "lum_mean", "sharpness", "hf_ratio", "grad_ratio", "dup_frac",

@@ -43,6 +43,7 @@ from perception_gap.diagnoses.formats import check_frame_format, check_non_finit
 from perception_gap.diagnoses.geometry import check_resolution
 from perception_gap.diagnoses.joints import check_joint_units
 from perception_gap.diagnoses.motion import check_motion_blur
+from perception_gap.diagnoses.registration import check_depth_registration
 from perception_gap.diagnoses.sharpness import check_resize_filter, check_sharpness
 from perception_gap.diagnoses.spatial import check_field_of_view, check_orientation, check_pair_sync
 from perception_gap.diagnoses.texture import check_compression, check_sensor_noise
@@ -69,6 +70,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], Finding | None]], ...] = (
     ("tone_curve", check_tone_curve),
     ("depth_scale", check_depth_scale),
     ("depth_invalid", check_depth_invalid),
+    ("depth_registration", check_depth_registration),
     ("depth_dropout", check_depth_dropout),
     ("vignetting", check_vignetting),
     ("brightness", check_brightness),
@@ -109,7 +111,7 @@ _IMAGE_CHECKS = {"value_range", "normalization", "channel_swap", "compression", 
                  "sharpness", "brightness", "white_balance", "orientation", "field_of_view", "pair_sync",
                  "tone_curve", "vignetting", "motion_blur"}
 # Codes that say nothing about appearance: `unexplained_gap` still speaks when only these fired.
-_NOT_APPEARANCE = {"non_finite", "joint_units", "control_dims", "control_scale", "control_sign", "depth_scale", "depth_invalid",
+_NOT_APPEARANCE = {"non_finite", "joint_units", "control_dims", "control_scale", "control_sign", "depth_scale", "depth_invalid", "depth_registration",
                    "depth_dropout", "insufficient_data"}
 
 
@@ -134,7 +136,7 @@ def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
         `brightness`, `white_balance`, `resolution`, `joint_units`, and the spatial, transfer-curve,
         depth-convention, control and format codes: `frame_format`, `orientation`, `field_of_view`,
         `pair_sync`, `tone_curve`, `vignetting`, `motion_blur`, `depth_invalid`, `control_dims`,
-        `control_scale`, `control_sign`, `non_finite`, `unexplained_gap`), ordered by `order_findings`; empty when
+        `control_scale`, `control_sign`, `non_finite`, `depth_registration`, `unexplained_gap`), ordered by `order_findings`; empty when
         nothing is off.
     """
     return diagnose_with_maps(sim, real)[0]

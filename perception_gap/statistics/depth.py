@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from perception_gap.statistics.sampling import floats, sample_grid, sample_stride
+from perception_gap.statistics.sampling import edge_profiles, floats, sample_grid, sample_stride
 
 DEPTH_PERCENTILES = (1, 5, 50, 95, 99)
 # 10**DEPTH_HIST_LOG10[1] in the map's own units (a mm map sits 30 bins right of a metre map);
@@ -36,6 +36,8 @@ class DepthStats:
         inferred_unit: `m`, `mm` or `unknown`, from dtype and magnitude (see `infer_depth_unit`).
         invalid: fractions of the sampled pixels carrying each invalid marker of `INVALID_MARKERS`
             (0, NaN, inf, negative, the dtype's maximum or a float far-clip spike).
+        edges: where the depth discontinuities lie across the width and the height (`edge_profiles`
+            of log depth over valid pixels), to compare with the RGB frame's.
         log_hist: histogram of log10(valid depth) in own units, `DEPTH_HIST_BINS` bins over
             `DEPTH_HIST_LOG10`, as fractions of the valid samples; None if none valid.
     """
@@ -50,6 +52,7 @@ class DepthStats:
     inferred_unit: str
     log_hist: tuple[float, ...] | None = None
     invalid: tuple[float, ...] | None = None
+    edges: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,7 +114,8 @@ def depth_stats(d: np.ndarray) -> DepthStats:
         raise ValueError(f"Expected an (H, W) depth map, got shape {d.shape}.")
     h, w = d.shape
     s = sample_stride(h, w)
-    g = sample_grid(d, s).ravel()
+    g2 = sample_grid(d, s)
+    g = g2.ravel()
     if np.issubdtype(g.dtype, np.floating):
         valid = np.isfinite(g) & (g > 0)
     else:  # the dtype's maximum (65535) is a sentinel, never a reading (65.5 m in mm)
@@ -133,8 +137,15 @@ def depth_stats(d: np.ndarray) -> DepthStats:
     return DepthStats(
         width=w, height=h, dtype=d.dtype.name, stride=s, percentiles=pct, mean=mean,
         dropout=dropout, inferred_unit=infer_depth_unit(d.dtype, median), log_hist=log_hist,
-        invalid=invalid,
+        invalid=invalid, edges=_depth_edges(g2, valid.reshape(g2.shape), s, h, w),
     )
+
+
+def _depth_edges(g2: np.ndarray, valid: np.ndarray, s: int, h: int, w: int) -> tuple[float, ...]:
+    """`edge_profiles` of log depth over the valid samples (an edge is a relative jump in depth)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logd = np.where(valid, np.log(np.where(valid, g2, 1).astype(np.float64)), 0.0)
+    return edge_profiles(logd, s, h, w, valid)
 
 
 # What a depth map can mark invalid pixels with, in the order of `DepthStats.invalid`.

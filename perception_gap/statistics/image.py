@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from perception_gap.statistics.sampling import floats, sample_grid, sample_stride
+from perception_gap.statistics.sampling import edge_profiles, floats, sample_grid, sample_stride
 from perception_gap.statistics.texture import chroma_planes, crop_features, crop_features_batch, jpeg_quality
 
 LUM_PERCENTILES = (1, 5, 50, 95, 99)
@@ -98,6 +98,8 @@ class ImageStats:
             tone curve, pair sync) and the gap maps read it (`thumb_array`).
         grad_xy: (E[dx^2], E[dy^2]) of the luma crop, horizontal and vertical first differences,
             in (fraction of full scale)^2; directional blur lowers one against the other.
+        edges: where the luma edges lie across the width and the height (`edge_profiles`, own
+            units); compared with the depth map's (`DepthStats.edges`) for depth-to-RGB registration.
     """
 
     width: int
@@ -128,6 +130,7 @@ class ImageStats:
     jpeg_quality: float | None = None
     thumb: bytes | None = None
     grad_xy: tuple[float, ...] | None = None
+    edges: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -226,6 +229,7 @@ class Sampled:
     crop: np.ndarray
     jpeg_quality: float | None
     thumb: bytes | None = None
+    edges: tuple[float, ...] | None = None
 
 
 def sample_pil(img: Image.Image) -> Sampled:
@@ -252,7 +256,8 @@ def sample_pil(img: Image.Image) -> Sampled:
     hists = np.fromiter(raw, np.int64, len(raw)).astype(np.float64).reshape(-1, 256)  # ~2x np.array(raw, float)
     crop = np.asarray(img.crop(_centre_crop_box(h, w)))  # the one copy of the crop out of Pillow
     quality = jpeg_quality(getattr(img, "quantization", None)) if img.format == "JPEG" else None
-    return Sampled(w, h, img.mode, s, hists, crop, quality, _thumb_u8(lum))
+    edges = edge_profiles(np.asarray(lum, dtype=np.float64), s, h, w)
+    return Sampled(w, h, img.mode, s, hists, crop, quality, _thumb_u8(lum), edges)
 
 
 def sample_rgb8(a: np.ndarray) -> Sampled:
@@ -273,7 +278,8 @@ def sample_rgb8(a: np.ndarray) -> Sampled:
     hists[3] = np.bincount(lum.ravel(), minlength=256)
     left, top, right, bottom = _centre_crop_box(h, w)
     thumb = _thumb_u8(Image.fromarray(np.ascontiguousarray(lum), mode="L"))
-    return Sampled(w, h, "RGB", s, hists, a[top:bottom, left:right].copy(), None, thumb)
+    return Sampled(w, h, "RGB", s, hists, a[top:bottom, left:right].copy(), None, thumb,
+                   edge_profiles(lum.astype(np.float64), s, h, w))
 
 
 def image_stats_pil(img: Image.Image) -> ImageStats:
@@ -320,7 +326,7 @@ def _stats_u8(f: Sampled, hf: dict[str, Any]) -> ImageStats:
         lum_percentiles=_percentiles_from_hist(lum_hist, LUM_PERCENTILES),
         lum_mean=float(lum_hist @ _V) / float(lum_hist.sum()),
         lin_mean=floats(lin), hist=_coarse_hist_u8(f.hists[:c]), jpeg_quality=f.jpeg_quality,
-        thumb=f.thumb, **hf,
+        thumb=f.thumb, edges=f.edges, **hf,
     )
 
 
@@ -419,6 +425,7 @@ def image_stats_array(a: np.ndarray, *, mode: str = "array") -> ImageStats:
         width=w, height=h, channels=c, dtype=a.dtype.name, mode=mode, nominal_max=nominal,
         stride=s, mean=tuple(means), std=tuple(stds), min=tuple(mins), max=tuple(maxs),
         lum_percentiles=lum_p, lum_mean=lum_mean, lin_mean=lin_mean,
-        nonfinite_frac=nonfinite / max(flat.size, 1), hist=hist, thumb=thumb, **hf,
+        nonfinite_frac=nonfinite / max(flat.size, 1), hist=hist, thumb=thumb,
+        edges=edge_profiles(lum_grid.astype(np.float64), s, h, w), **hf,
     )
 

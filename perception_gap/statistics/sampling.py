@@ -37,3 +37,38 @@ def mean32(a: np.ndarray) -> float:
     (a frame's statistics take a dozen such means).
     """
     return float(np.float32(float(np.add.reduce(a, axis=None)) / a.size))
+
+
+# Bins of the edge profiles (`edge_profiles`) across the frame's width and height.
+EDGE_BINS = 96
+
+
+def edge_profiles(g: np.ndarray, stride: int, height: int, width: int,
+                  valid: np.ndarray | None = None) -> tuple[float, ...]:
+    """Where a frame's edges lie, across its width and its height: 2 x `EDGE_BINS` values.
+
+    The mean absolute difference between horizontally adjacent samples of the sampling grid `g`,
+    per grid column, then the same vertically per grid row, each placed at its position as a
+    fraction of the frame's width (height) and resampled onto `EDGE_BINS` equal bins. Depth and
+    colour of one frame are compared through these (a depth map shifted against its RGB moves
+    its profile), at any resolution of either.
+
+    Args:
+        g: (h, w) sampling grid (`sample_grid` at `stride`) of luma or depth, float.
+        stride: the grid's stride in pixels.
+        height, width: the frame's size in pixels.
+        valid: optional (h, w) mask; differences touching an invalid sample count as 0.
+    """
+    g = np.asarray(g, dtype=np.float64)
+    h, w = g.shape
+    if h < 2 or w < 2:
+        return tuple(0.0 for _ in range(2 * EDGE_BINS))
+    ok = np.isfinite(g) if valid is None else (valid & np.isfinite(g))
+    z = np.where(ok, g, 0.0)
+    dx = np.where(ok[:, 1:] & ok[:, :-1], np.abs(z[:, 1:] - z[:, :-1]), 0.0).mean(axis=0)
+    dy = np.where(ok[1:] & ok[:-1], np.abs(z[1:] - z[:-1]), 0.0).mean(axis=1)
+    o = stride // 2 if stride > 1 else 0
+    centres = (np.arange(EDGE_BINS) + 0.5) / EDGE_BINS
+    px = (o + (np.arange(w - 1) + 0.5) * stride) / width
+    py = (o + (np.arange(h - 1) + 0.5) * stride) / height
+    return floats(np.concatenate([np.interp(centres, px, dx), np.interp(centres, py, dy)]))

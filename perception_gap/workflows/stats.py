@@ -218,7 +218,7 @@ def _image_from_row(row: dict[str, Any]) -> ImageStats | None:
     if row.get("img_error") is not None or row.get("img_width") is None:
         return None
     vals = {k: row[f"img_{k}"] for k in _IMAGE_FIELDS}
-    for k in ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "hist", "spectrum", "grad_xy"):
+    for k in ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "hist", "spectrum", "grad_xy", "edges"):
         if vals[k] is not None:
             vals[k] = tuple(vals[k])
     return ImageStats(**vals)
@@ -228,7 +228,7 @@ def _depth_from_row(row: dict[str, Any]) -> DepthStats | None:
     if row.get("dep_error") is not None or row.get("dep_width") is None:
         return None
     vals = {k: row[f"dep_{k}"] for k in _DEPTH_FIELDS}
-    for k in ("percentiles", "log_hist", "invalid"):
+    for k in ("percentiles", "log_hist", "invalid", "edges"):
         if vals[k] is not None:
             vals[k] = tuple(vals[k])
     return DepthStats(**vals)
