@@ -21,8 +21,8 @@ from perception_gap.findings import Finding
 # log2 anisotropy difference named from here (a 2x energy ratio: ~2 px of motion).
 MOTION_LOG2 = {"pairs": 1.0, "distribution": 1.3}
 # Below the bar, a clear anisotropy difference of at least this still holds back `resize_filter`.
-MOTION_HINT_LOG2 = 0.4
-HINT_ALPHA = 0.05  # unpaired: the rank test's level for that hint
+MOTION_HINT_LOG2 = 0.6
+HINT_ALPHA = 0.01  # unpaired: the rank test's level for that hint
 _FLOOR = 1e-12
 
 
