@@ -11,13 +11,13 @@ a mean that flips while staying far from zero.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import numpy as np
 
-from perception_gap.diagnoses.common import MIN_PAIRS, num, nums
+from perception_gap.diagnoses.common import num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.joints import DEG_PER_RAD, JOINT_RATIO_LOOSE
+from perception_gap.diagnoses.vectors import control_vectors
 from perception_gap.findings import Finding
 
 # A dimension scaled by this factor or more (either way) is named; paired dims must also correlate.
@@ -27,30 +27,6 @@ SCALE_RATIO = {"pairs": 2.5, "distribution": 5.0}
 MIN_CORR = 0.9
 # Unpaired sign flip: the means are opposite, each at least this many standard deviations from zero.
 SIGN_MEAN_SD = 1.5
-
-
-def _vectors(ctx: Context, attr: str) -> tuple[str, np.ndarray, np.ndarray, int, int] | None:
-    get = lambda f: getattr(f, attr)  # noqa: E731
-    fs = [f for f in ctx.sim.frames if get(f) is not None]
-    fr = [f for f in ctx.real.frames if get(f) is not None]
-    if not fs or not fr:
-        return None
-    ds = Counter(len(get(f)) for f in fs).most_common(1)[0][0]
-    dr = Counter(len(get(f)) for f in fr).most_common(1)[0][0]
-    if ds != dr:
-        return "dims", np.empty(0), np.empty(0), ds, dr
-    fs = [f for f in fs if len(get(f)) == ds]
-    fr = [f for f in fr if len(get(f)) == ds]
-    by_key = {f.pair_key: f for f in fr}
-    pairs = [(s, by_key[s.pair_key]) for s in fs if s.pair_key in by_key]
-    if len(pairs) >= MIN_PAIRS:
-        sv = np.array([get(s) for s, _ in pairs], dtype=np.float64)
-        rv = np.array([get(r) for _, r in pairs], dtype=np.float64)
-        keep = np.all(np.isfinite(sv), axis=1) & np.all(np.isfinite(rv), axis=1)
-        return "pairs", sv[keep], rv[keep], ds, dr
-    sv = np.array([get(f) for f in fs], dtype=np.float64)
-    rv = np.array([get(f) for f in fr], dtype=np.float64)
-    return "distribution", sv[np.all(np.isfinite(sv), axis=1)], rv[np.all(np.isfinite(rv), axis=1)], ds, dr
 
 
 def _per_dim(basis: str, sv: np.ndarray, rv: np.ndarray) -> list[tuple[float, bool]]:
@@ -88,11 +64,11 @@ def check_control(ctx: Context) -> list[Finding]:
     """`control_dims`, `control_scale` and `control_sign` findings for proprio and action."""
     out = []
     for attr in ("proprio", "action"):
-        got = _vectors(ctx, attr)
-        if got is None:
+        vec = control_vectors(ctx, attr)
+        if vec is None:
             continue
-        basis, sv, rv, ds, dr = got
-        if basis == "dims":
+        basis, sv, rv, ds, dr = vec.basis, vec.sim, vec.real, vec.sim_dims, vec.real_dims
+        if ds != dr:
             ev = basis_evidence("distribution", 0, ctx)
             ev.update({"field": attr, "sim_dims": ds, "real_dims": dr})
             out.append(Finding(

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import numpy as np
 
-from perception_gap.diagnoses.common import MIN_PAIRS, num, nums
+from perception_gap.diagnoses.common import num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
+from perception_gap.diagnoses.vectors import control_vectors
 from perception_gap.findings import Finding
 
 # Joint units: a per-dimension scale ratio within 30% of 180/pi (57.3) means degrees vs radians.
@@ -40,32 +40,10 @@ def joint_scale_ratios(sim_vals: np.ndarray, real_vals: np.ndarray, paired_rows:
 
 
 def _joint_check(ctx: Context, attr: str) -> Finding | None:
-    get = lambda f: getattr(f, attr)  # noqa: E731
-    fs = [f for f in ctx.sim.frames if get(f) is not None]
-    fr = [f for f in ctx.real.frames if get(f) is not None]
-    if not fs or not fr:
+    vec = control_vectors(ctx, attr)
+    if vec is None or vec.sim_dims != vec.real_dims or vec.sim_dims == 0:
         return None
-    dims = Counter(len(get(f)) for f in fs).most_common(1)[0][0]
-    if Counter(len(get(f)) for f in fr).most_common(1)[0][0] != dims or dims == 0:
-        return None
-    fs = [f for f in fs if len(get(f)) == dims]
-    fr = [f for f in fr if len(get(f)) == dims]
-    real_by_key = {f.pair_key: f for f in fr}
-    pairs = [(s, real_by_key[s.pair_key]) for s in fs if s.pair_key in real_by_key]
-    if len(pairs) >= MIN_PAIRS:
-        basis = "pairs"
-        sv = np.array([get(s) for s, _ in pairs], dtype=np.float64)
-        rv = np.array([get(r) for _, r in pairs], dtype=np.float64)
-    else:
-        basis = "distribution"
-        sv = np.array([get(f) for f in fs], dtype=np.float64)
-        rv = np.array([get(f) for f in fr], dtype=np.float64)
-    ok_rows_s, ok_rows_r = np.all(np.isfinite(sv), axis=1), np.all(np.isfinite(rv), axis=1)
-    if basis == "pairs":
-        keep = ok_rows_s & ok_rows_r
-        sv, rv = sv[keep], rv[keep]
-    else:
-        sv, rv = sv[ok_rows_s], rv[ok_rows_r]
+    basis, sv, rv, dims = vec.basis, vec.sim, vec.real, vec.sim_dims
     if len(sv) == 0 or len(rv) == 0:
         return None
     ratios = joint_scale_ratios(sv, rv, basis == "pairs")

@@ -19,7 +19,7 @@ import numpy as np
 
 from perception_gap.diagnoses.common import num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
-from perception_gap.diagnoses.thumbs import DIHEDRAL, INVERSE, aligned_pairs, ncc, thumbs01, zoom_stack
+from perception_gap.diagnoses.thumbs import DIHEDRAL, INVERSE, aligned_pairs, ncc, set_thumbs, zoom_stack
 from perception_gap.findings import Finding
 
 # Orientation, paired: a non-identity turn must match a pair better than the frames as they are
@@ -107,12 +107,10 @@ def check_orientation(ctx: Context) -> Finding | None:
 
 
 def _orientation_unpaired(ctx: Context) -> tuple[str, dict, float] | None:
-    fs, fr = ctx.images("sim"), ctx.images("real")
-    if min(len(fs), len(fr)) < ORIENT_MIN_FRAMES:
+    sides = set_thumbs(ctx, ORIENT_MIN_FRAMES)
+    if sides is None:
         return None
-    ts, tr = thumbs01(ctx, "sim", fs), thumbs01(ctx, "real", fr)
-    if ts is None or tr is None:
-        return None
+    ts, tr = sides
     ms, mr = np.nanmean(ts, axis=0), np.nanmean(tr, axis=0)
     scores = {t: float(ncc(ms, f(mr))) for t, f in DIHEDRAL.items()}
     turn = max(scores, key=scores.get)

@@ -64,6 +64,16 @@ def thumbs01(ctx: Context, side: str, frames: list[FrameRecord]) -> np.ndarray |
     return out
 
 
+def set_thumbs(ctx: Context, min_frames: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
+    """(sim, real) thumbnails of every usable frame of each side (`thumbs01`), for the distribution
+    basis; None when a side has fewer than `min_frames` or no thumbnails."""
+    fs, fr = ctx.images("sim"), ctx.images("real")
+    if min(len(fs), len(fr)) < max(min_frames, 1):
+        return None
+    ts, tr = thumbs01(ctx, "sim", fs), thumbs01(ctx, "real", fr)
+    return None if ts is None or tr is None else (ts, tr)
+
+
 def linear(t: np.ndarray) -> np.ndarray:
     """sRGB-encoded thumbnails in [0, 1] -> linear light (float64)."""
     return srgb_to_linear(np.nan_to_num(t, nan=0.0))

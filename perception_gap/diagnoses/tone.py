@@ -26,7 +26,7 @@ import numpy as np
 
 from perception_gap.diagnoses.common import dist_clear, excludes_zero, median_ci, num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
-from perception_gap.diagnoses.thumbs import CENTRE, CORNERS, aligned_pairs, linear, radial_profile, thumbs01
+from perception_gap.diagnoses.thumbs import CENTRE, CORNERS, aligned_pairs, linear, radial_profile, set_thumbs
 from perception_gap.findings import Finding
 
 TONE_QUANTILES = np.arange(0.1, 0.95, 0.1)
@@ -114,10 +114,10 @@ def check_tone_curve(ctx: Context) -> Finding | None:
         double = fits.get("double_encode_residual_log2", math.inf) <= ENCODE_RESIDUAL
     else:
         basis, n_pairs = "distribution", 0
-        fs, fr = ctx.images("sim"), ctx.images("real")
-        ts, tr = thumbs01(ctx, "sim", fs), thumbs01(ctx, "real", fr)
-        if ts is None or tr is None:
+        sides = set_thumbs(ctx)
+        if sides is None:
             return None
+        ts, tr = sides
         ss, sr = _spread(ts), _spread(tr)
         ss, sr = ss[np.isfinite(ss) & (ss > 0)], sr[np.isfinite(sr) & (sr > 0)]
         if ss.size < 2 or sr.size < 2:
@@ -177,10 +177,10 @@ def check_vignetting(ctx: Context) -> Finding | None:
         centre = float(profile[0])
     else:
         basis, n_pairs = "distribution", 0
-        fs, fr = ctx.images("sim"), ctx.images("real")
-        ts, tr = thumbs01(ctx, "sim", fs), thumbs01(ctx, "real", fr)
-        if ts is None or tr is None:
+        sides = set_thumbs(ctx)
+        if sides is None:
             return None
+        ts, tr = sides
         es, er = _falloff(linear(ts)), _falloff(linear(tr))
         es, er = es[np.isfinite(es)], er[np.isfinite(er)]
         if es.size < 2 or er.size < 2:

@@ -17,7 +17,7 @@ import numpy as np
 
 from perception_gap.diagnoses.common import num
 from perception_gap.diagnoses.context import Context, basis_evidence
-from perception_gap.diagnoses.thumbs import RING_EDGES, aligned_pairs, linear, radial_profile, region_name, thumbs01
+from perception_gap.diagnoses.thumbs import RING_EDGES, aligned_pairs, linear, radial_profile, region_name, set_thumbs
 from perception_gap.findings import Finding
 
 # Paired: pixels whose mean difference is T_PAIRS standard errors from 0 and at least DIFF_PAIRS of
@@ -41,10 +41,10 @@ def _set_map(lin: np.ndarray) -> dict:
 
 def gap_maps(ctx: Context) -> dict | None:
     """The gap maps of a diagnosed pair of sets (see the module docstring); None without thumbnails."""
-    ts = thumbs01(ctx, "sim", ctx.images("sim"))
-    tr = thumbs01(ctx, "real", ctx.images("real"))
-    if ts is None or tr is None:
+    sides = set_thumbs(ctx)
+    if sides is None:
         return None
+    ts, tr = sides
     out = {"size": int(ts.shape[-1]), "ring_edges": list(RING_EDGES[:-1]) + [1.0],
            "sim": _set_map(linear(ts)), "real": _set_map(linear(tr)), "paired": None,
            "orientation_applied": ctx.memo.get("orientation")}
@@ -75,12 +75,10 @@ def check_unexplained(ctx: Context, named: set[str]) -> Finding | None:
         area, hit = _t_area(t, mean, T_PAIRS, DIFF_PAIRS)
         bar = AREA_PAIRS
     else:
-        fs, fr = ctx.images("sim"), ctx.images("real")
-        if min(len(fs), len(fr)) < MIN_FRAMES:
+        sides = set_thumbs(ctx, MIN_FRAMES)
+        if sides is None:
             return None
-        ts, tr = thumbs01(ctx, "sim", fs), thumbs01(ctx, "real", fr)
-        if ts is None or tr is None:
-            return None
+        ts, tr = sides
         basis, n = "distribution", 0
         mean = np.nanmean(ts, axis=0) - np.nanmean(tr, axis=0)
         se = np.sqrt(np.nanvar(ts, axis=0, ddof=1) / len(ts) + np.nanvar(tr, axis=0, ddof=1) / len(tr))
