@@ -79,7 +79,7 @@ def make_jittered_set(root: Path, n: int, seed: int, pool: int, noise_seed: int 
 
 
 def timed(argv: list[str]) -> tuple[float, int]:
-    import cli
+    from perception_gap import cli
 
     t0 = time.perf_counter()
     rc = cli.main(argv)
@@ -92,7 +92,7 @@ def synthetic_baseline(db: str, templates: Path, n: int, seed: int = 0, chunk: i
     with jitter; returns the seconds the bulk writes took."""
     import pyarrow as pa
 
-    import cli
+    from perception_gap import cli
     from perception_gap.catalog import Catalog
     from perception_gap.embed import embed_sets, load_encoder
     from perception_gap.workflows.stats import compute_stats

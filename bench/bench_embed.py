@@ -53,7 +53,7 @@ def bare_forward(encoder: str, paths: list[Path], batch: int) -> float:
     import numpy as np
     from PIL import Image
 
-    import encoders
+    from perception_gap import encoders
 
     enc = encoders.get_encoder(encoder, device="cpu").load()
     arrays = [np.asarray(Image.open(p).convert("RGB")) for p in paths]
@@ -67,8 +67,8 @@ def bare_forward(encoder: str, paths: list[Path], batch: int) -> float:
 
 def cold_stage(encoder: str, db: Path, batch: int) -> tuple[float, float]:
     """(images/s of embed_sets with the model preloaded, model load seconds)."""
-    import encoders
     from perception_gap import embed as stage
+    from perception_gap import encoders
     from perception_gap.catalog import Catalog
 
     enc = encoders.get_encoder(encoder, device="cpu")

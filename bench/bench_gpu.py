@@ -74,7 +74,7 @@ def tolerance(encoder: str, device: str, n: int) -> list[str]:
     import numpy as np
     from PIL import Image
 
-    import encoders
+    from perception_gap import encoders
 
     files = sorted(VOC.glob("*.jpg"))[:n]
     if not files:
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    import encoders
+    from perception_gap import encoders
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if args.tolerance:

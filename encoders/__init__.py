@@ -6,23 +6,23 @@ open_clip adapter. Importing this package is cheap: torch, timm and open_clip ar
 only when an encoder is loaded or an open_clip name is requested. This package never imports
 `perception_gap` (imports run cli -> perception_gap -> encoders).
 
-    >>> from encoders import get_encoder, list_encoders
+    >>> from perception_gap.encoders import get_encoder, list_encoders
     >>> enc = get_encoder("efficientnet-lite0")        # cheap; loads on first use
     >>> emb = enc.embed([rgb_uint8_hwc, ...])          # float32 (N, 1280)
 """
 
 from __future__ import annotations
 
-from encoders.base import Encoder, EncoderInfo, file_sha256
+from perception_gap.encoders.base import Encoder, EncoderInfo, file_sha256
 
 # Built-in adapters register themselves on import (no heavy imports at module level).
-from encoders.efficientnet_lite import EfficientNetLiteEncoder  # noqa: E402
-from encoders.errors import EncoderError, UnsafeCheckpointError, WeightsUnavailableError
-from encoders.open_clip_adapter import OpenClipEncoder  # noqa: E402
-from encoders.pixel import PixelEncoder  # noqa: E402
-from encoders.preprocessing import Preprocessing, preprocess_images
-from encoders.registry import get_encoder, list_encoders, register_encoder, register_prefix
-from encoders.throughput import ForwardThroughput, measure_forward  # noqa: E402
+from perception_gap.encoders.efficientnet_lite import EfficientNetLiteEncoder  # noqa: E402
+from perception_gap.encoders.errors import EncoderError, UnsafeCheckpointError, WeightsUnavailableError
+from perception_gap.encoders.open_clip_adapter import OpenClipEncoder  # noqa: E402
+from perception_gap.encoders.pixel import PixelEncoder  # noqa: E402
+from perception_gap.encoders.preprocessing import Preprocessing, preprocess_images
+from perception_gap.encoders.registry import get_encoder, list_encoders, register_encoder, register_prefix
+from perception_gap.encoders.throughput import ForwardThroughput, measure_forward  # noqa: E402
 
 
 def describe_encoders() -> list[EncoderInfo]:

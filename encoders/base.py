@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Sequence
 
 import numpy as np
 
-from encoders.errors import EncoderError
-from encoders.preprocessing import Preprocessing, preprocess_images
+from perception_gap.encoders.errors import EncoderError
+from perception_gap.encoders.preprocessing import Preprocessing, preprocess_images
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -15,7 +15,7 @@ import os
 import re
 import zipfile
 
-from encoders.errors import EncoderError, UnsafeCheckpointError
+from perception_gap.encoders.errors import EncoderError, UnsafeCheckpointError
 
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors")
 

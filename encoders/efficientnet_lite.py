@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from encoders.base import Encoder, file_sha256
-from encoders.errors import EncoderError, WeightsUnavailableError
-from encoders.preprocessing import Preprocessing
-from encoders.registry import register_encoder
+from perception_gap.encoders.base import Encoder, file_sha256
+from perception_gap.encoders.errors import EncoderError, WeightsUnavailableError
+from perception_gap.encoders.preprocessing import Preprocessing
+from perception_gap.encoders.registry import register_encoder
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

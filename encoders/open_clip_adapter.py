@@ -41,11 +41,11 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from encoders.base import Encoder, file_sha256
-from encoders.checkpoints import CHECKPOINT_SUFFIXES, check_weights_only
-from encoders.errors import EncoderError, WeightsUnavailableError
-from encoders.preprocessing import Preprocessing
-from encoders.registry import register_prefix
+from perception_gap.encoders.base import Encoder, file_sha256
+from perception_gap.encoders.checkpoints import CHECKPOINT_SUFFIXES, check_weights_only
+from perception_gap.encoders.errors import EncoderError, WeightsUnavailableError
+from perception_gap.encoders.preprocessing import Preprocessing
+from perception_gap.encoders.registry import register_prefix
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from encoders.base import Encoder
-from encoders.errors import EncoderError
-from encoders.preprocessing import Preprocessing
-from encoders.registry import register_encoder
+from perception_gap.encoders.base import Encoder
+from perception_gap.encoders.errors import EncoderError
+from perception_gap.encoders.preprocessing import Preprocessing
+from perception_gap.encoders.registry import register_encoder
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

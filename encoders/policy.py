@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from encoders.errors import EncoderError
+from perception_gap.encoders.errors import EncoderError
 
 
 class PolicyError(EncoderError):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from encoders.errors import EncoderError
+from perception_gap.encoders.errors import EncoderError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -13,8 +13,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, TypeVar
 
-from encoders.base import Encoder
-from encoders.errors import EncoderError
+from perception_gap.encoders.base import Encoder
+from perception_gap.encoders.errors import EncoderError
 
 Factory = Callable[..., Encoder]
 F = TypeVar("F", bound=Factory)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from encoders.base import Encoder
-from encoders.errors import EncoderError
+from perception_gap.encoders.base import Encoder
+from perception_gap.encoders.errors import EncoderError
 
 
 @dataclass(frozen=True)

@@ -164,7 +164,7 @@ def policy_check(catalog: Catalog, sim: str, real: str, policy: str, *, preproce
 
 def list_encoders() -> list[dict[str, Any]]:
     """Registered encoders: `name`, `family`, `dim`, `weights_available` (loads no model)."""
-    import encoders
+    from perception_gap import encoders
 
     return [{"name": i.name, "family": i.family, "dim": i.dim, "weights_available": i.weights_available}
             for i in encoders.describe_encoders()]

@@ -74,7 +74,7 @@ class EmbedReport:
 
 def default_encoders() -> list[str]:
     """Every registered encoder whose weights are available here."""
-    import encoders
+    from perception_gap import encoders
 
     return [i.name for i in encoders.describe_encoders() if i.weights_available]
 
@@ -84,7 +84,7 @@ def load_encoder(name: str, *, device: str = "auto", precision: str = "fp32") ->
     """An encoder by name, with engine errors (one line) for unknown names, missing weights, a
     CUDA request without CUDA, or a precision the device cannot run (checked here, before any
     work, whenever the request is not the plain `auto`/fp32)."""
-    import encoders
+    from perception_gap import encoders
 
     try:
         enc = encoders.get_encoder(name, device=device, precision=precision)
@@ -232,7 +232,7 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
         set_names: sets to embed; None for every indexed set.
         device: "auto", "cpu" or "cuda".
         batch_size: frames per model call (and per database transaction), or "auto": chosen
-            from free memory on CUDA (`encoders.memory.auto_batch_size`), 32 on the CPU.
+            from free memory on CUDA (`perception_gap.encoders.memory.auto_batch_size`), 32 on the CPU.
         workers: decoding threads feeding the model.
         precision: "fp32", "fp16" (CUDA) or "bf16" autocast; stored under its own fingerprint.
         runner: embeds and stores a todo list elsewhere (the Ray engine, `perception_gap.engines`),
@@ -288,7 +288,7 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
 def _resolve_batch_size(enc: Any, batch_size: int | str) -> int:
     if batch_size != "auto":
         return int(batch_size)
-    from encoders.memory import auto_batch_size
+    from perception_gap.encoders.memory import auto_batch_size
 
     choice = auto_batch_size(enc)
     log.info("%s: batch size %d (%s, %d MiB free, %.1f MiB per frame)", enc.name, choice.batch_size,

@@ -1,5 +1,5 @@
 """HTML rendering of perception-gap results (reads results only, never computes a statistic)."""
 
-from reports.html import render_report, write_report
+from perception_gap.reports.html import render_report, write_report
 
 __all__ = ["render_report", "write_report"]

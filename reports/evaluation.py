@@ -12,8 +12,8 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from reports.format import MISSING, ci, compact, num, signed
-from reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _ok, _png
+from perception_gap.reports.format import MISSING, ci, compact, num, signed
+from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _ok, _png
 
 MAX_ROWS = 60
 

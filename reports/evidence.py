@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from reports.format import compact
+from perception_gap.reports.format import compact
 
 TOP = 4
 

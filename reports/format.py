@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from reports.wording import MISSING, sig
+from perception_gap.wording import MISSING, sig
 
 __all__ = ["MISSING", "R2_WORDS", "ci", "compact", "num", "num_list", "r2", "signed"]
 
@@ -15,13 +15,13 @@ R2_WORDS = "worse than predicting the mean"
 R2_FLOOR = -1.0
 
 # Depth units per metre by name, as perception_gap.diagnoses.depth.DEPTH_UNIT_NAMES (a test keeps
-# the two equal; reports does not import perception_gap).
+# the two equal; of the core package, reports imports only perception_gap.wording).
 DEPTH_UNIT_NAMES = {"m": 1.0, "cm": 100.0, "mm": 1000.0, "1/5000 m (TUM)": 5000.0, "0.1 mm": 10000.0}
 
 
 def num(x: Any, nd: int = 3) -> str:
     """A number for a table cell: max(nd, 3) significant digits, trailing zeros kept (`0.520`), scientific
-    only below 1e-3 (reports.wording.sig); None, NaN and non-numbers as a dash or their text."""
+    only below 1e-3 (perception_gap.wording.sig); None, NaN and non-numbers as a dash or their text."""
     return sig(x, max(nd, 3), keep_zeros=True)
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from reports.format import num
-from reports.plots import REAL_COLOR, SIM_COLOR, _figure, _png
+from perception_gap.reports.format import num
+from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _png
 
 MAX_LAYERS = 4
 

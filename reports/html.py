@@ -17,10 +17,10 @@ from typing import Any, Mapping
 from jinja2 import Environment
 from markupsafe import Markup
 
-from reports import evidence, plots, scatter
-from reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, r2, signed
-from reports.maps import maps_section
-from reports.template import TEMPLATE
+from perception_gap.reports import evidence, plots, scatter
+from perception_gap.reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, r2, signed
+from perception_gap.reports.maps import maps_section
+from perception_gap.reports.template import TEMPLATE
 
 logger = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
-from reports.plots import REAL_COLOR, SIM_COLOR
-from reports.wording import sig
+from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR
+from perception_gap.wording import sig
 
 CELL = 6  # px per thumbnail pixel: a 32 x 32 map is 192 px square
 BAR_STEPS = 64  # bands in a colour bar

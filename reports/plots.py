@@ -272,7 +272,7 @@ def depth_histograms(depths: dict[str, dict[str, Any]], domains: dict[str, str],
     left out of the shared axis and named in the title.
 
     `depths` maps set name -> its `depth` summary (`log_hist`, `log_hist_range`, units)."""
-    from reports.format import depth_unit
+    from perception_gap.reports.format import depth_unit
 
     sets = {n: d for n, d in list(depths.items())[:6]
             if isinstance(d, dict) and isinstance(d.get("log_hist"), list) and d["log_hist"]

@@ -16,8 +16,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports.format import R2_WORDS
-from reports.plots import MAX_BARS, _figure, _label, _ok
+from perception_gap.reports.format import R2_WORDS
+from perception_gap.reports.plots import MAX_BARS, _figure, _label, _ok
 
 R2_FLOOR = -1.0
 FONT = 8.0  # points

@@ -14,7 +14,7 @@ import numpy as np
 from PIL import Image
 from scipy.ndimage import uniform_filter1d
 
-import cli
+from perception_gap import cli
 
 W, H = 160, 120
 N_FRAMES = 32

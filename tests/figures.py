@@ -33,18 +33,17 @@ class Drawn:
 def capture(monkeypatch) -> list[Drawn]:
     """Patch every report module's `_png` so each encoded figure is also kept; returns the list
     the figures are appended to, in drawing order."""
-    import reports.evaluation
-    import reports.geometry
-    import reports.plots
+
+    from perception_gap.reports import evaluation, geometry, plots
 
     drawn: list[Drawn] = []
-    original = reports.plots._png
+    original = plots._png
 
     def keep(fig):
         drawn.append(Drawn(sys._getframe(1).f_code.co_name, fig))
         return original(fig)
 
-    for mod in (reports.plots, reports.evaluation, reports.geometry):
+    for mod in (plots, evaluation, geometry):
         monkeypatch.setattr(mod, "_png", keep)
     return drawn
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import cli
+from perception_gap import cli
 from perception_gap.catalog import Catalog
 from perception_gap.diagnoses.perception import perception_findings
 from perception_gap.findings import Finding

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import cli
+from perception_gap import cli
 from perception_gap.catalog import Catalog
 from perception_gap.errors import InputError
 from perception_gap.ingest import index_folder

@@ -81,7 +81,7 @@ def test_docs_contract_is_in_step_with_the_shared_contract():
 def test_contract_additions_name_options_and_codes_the_engine_has():
     import argparse
 
-    import cli
+    from perception_gap import cli
 
     text = (ROOT / "docs" / "contract-additions.md").read_text(encoding="utf-8")
     parser = cli.build_parser()

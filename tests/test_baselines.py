@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO))
 
 from scenes import render, scenes, write_set  # noqa: E402
 
-import cli  # noqa: E402
+from perception_gap import cli  # noqa: E402
 from perception_gap.catalog import Catalog  # noqa: E402
 from perception_gap.statistics.image import image_stats_pil  # noqa: E402
 from perception_gap.workflows import drift_gates as dr  # noqa: E402

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from cli import main
+from perception_gap.cli import main
 from perception_gap.geometry.camera import parse_camera, project
 from perception_gap.geometry.camera_fit import explain_differences, rotation_matrix
 from perception_gap.geometry.reprojection import grid_points, reprojection_error, reprojection_findings

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import cli
+from perception_gap import cli
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-import cli
+from perception_gap import cli
 from perception_gap.catalog import Catalog
 from tests.robot_data import smooth_frames, write_lerobot
 

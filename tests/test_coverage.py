@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
-from cli import main
+from perception_gap.cli import main
 from perception_gap.geometry.camera import parse_camera
 from perception_gap.geometry.coverage import (
     block_sum,

@@ -46,7 +46,7 @@ def _mujoco_render_problem() -> str | None:
 _PROBLEM = _mujoco_render_problem()
 pytestmark = pytest.mark.skipif(_PROBLEM is not None, reason=_PROBLEM or "")
 
-import cli  # noqa: E402
+from perception_gap import cli  # noqa: E402
 from perception_gap.catalog import Catalog  # noqa: E402
 from perception_gap.demo import INJECTIONS, OBJECTS, build_demo, colour_detect  # noqa: E402
 from perception_gap.demo.build import PREGRASP_HEIGHT_M  # noqa: E402

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import cli
+from perception_gap import cli
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ sys.path.insert(0, str(REPO))
 
 from scenes import blur, render, scenes, write_set  # noqa: E402
 
-import cli  # noqa: E402
+from perception_gap import cli  # noqa: E402
 from perception_gap.statistics.image import image_stats_pil  # noqa: E402
 from perception_gap.workflows import drift_gates as drift  # noqa: E402
 from tests.figures import capture, cell, check_stats_plots, html_tables, legend, lines, only, ticklabels  # noqa: E402
@@ -110,7 +110,7 @@ def test_config_overrides_and_bad_config(world, tmp_path):
 def _check_drift_plots(drawn, res):
     """The trend holds each gate's value / threshold per stored run, the x ticks name the runs;
     the statistics plots by value, the baseline as the reference colour."""
-    from reports.plots import PALETTE
+    from perception_gap.reports.plots import PALETTE
 
     colours = check_stats_plots(drawn, res)
     assert colours[res["drift"]["baseline"]] == PALETTE[0].lower() != colours[res["drift"]["current"]]
@@ -235,7 +235,7 @@ def _null_checks(stats, embs: dict[str, np.ndarray], n_splits: int, seed: int) -
 def test_default_thresholds_false_alarm_rate(shared_data):
     """Random real-vs-real splits of (a) 100 real PASCAL VOC photos with EfficientNet-Lite0 and the pixel
     baseline and (b) 80 generated camera frames: at most 5% of checks may raise any alarm."""
-    import encoders
+    from perception_gap import encoders
 
     paths = sorted((shared_data / "detection_voc100" / "images").glob("*.jpg"))
     assert len(paths) == 100

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import cli
-import encoders
+from perception_gap import cli, encoders
 from perception_gap.catalog import Catalog
 from perception_gap.embed import embed_sets
 from perception_gap.errors import InputError
@@ -84,8 +83,8 @@ def _direct_lite0(frames: list[np.ndarray]) -> np.ndarray:
     import timm
     import torch
 
-    from encoders.efficientnet_lite import rename_state_dict
-    from encoders.preprocessing import Preprocessing, preprocess_images
+    from perception_gap.encoders.efficientnet_lite import rename_state_dict
+    from perception_gap.encoders.preprocessing import Preprocessing, preprocess_images
 
     enc = encoders.get_encoder("efficientnet-lite0")
     p = Preprocessing(size=(224, 224), interpolation="bicubic", resize_mode="shortest", crop_pct=0.875,
@@ -126,7 +125,7 @@ def test_real_encoder_through_the_stage(catalog):
 
 
 def test_a_new_fingerprint_re_embeds(catalog, monkeypatch):
-    from encoders import registry
+    from perception_gap.encoders import registry
 
     db, _ = catalog
     name = "pixel-8-test"
@@ -190,7 +189,7 @@ def test_vectors_are_stored_in_writes_of_whole_batches(catalog, monkeypatch):
 def test_the_stage_gives_a_light_encoder_one_thread_and_restores_the_count(catalog, monkeypatch):
     import torch
 
-    import encoders
+    from perception_gap import encoders
 
     db, _ = catalog
     seen: list[int] = []

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 import torch
 
-import encoders
-from encoders import (
+from perception_gap import encoders
+from perception_gap.encoders import (
     EncoderError,
     Preprocessing,
     UnsafeCheckpointError,
@@ -32,9 +32,9 @@ from encoders import (
     preprocess_images,
     register_encoder,
 )
-from encoders.checkpoints import check_weights_only
-from encoders.efficientnet_lite import EfficientNetLiteEncoder, rename_state_dict
-from encoders.open_clip_adapter import find_cached_tag_weights
+from perception_gap.encoders.checkpoints import check_weights_only
+from perception_gap.encoders.efficientnet_lite import EfficientNetLiteEncoder, rename_state_dict
+from perception_gap.encoders.open_clip_adapter import find_cached_tag_weights
 
 REPO = Path(__file__).resolve().parents[1]
 VOC = "detection_voc100"
@@ -120,9 +120,11 @@ def _largest_object_images(shared_data: Path, classes: set[str], min_frac: float
 # --- package hygiene and registry ----------------------------------------------------------
 def test_import_is_cheap_and_one_way():
     code = (
-        "import sys, encoders; names = encoders.list_encoders(); "
+        "import sys; from perception_gap import encoders; names = encoders.list_encoders(); "
         "encoders.describe_encoders(); "
-        "heavy = [m for m in ('torch', 'timm', 'open_clip', 'perception_gap') if m in sys.modules]; "
+        "heavy = [m for m in ('torch', 'timm', 'open_clip') if m in sys.modules]; "
+        "heavy += [m for m in sys.modules if m.startswith('perception_gap.') "
+        "and not m.startswith(('perception_gap.encoders', 'perception_gap.version'))]; "
         "assert not heavy, heavy; print(names)"
     )
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -535,7 +537,7 @@ def test_preprocessing_a_batch_is_each_image_on_its_own(resize_mode, interpolati
     images = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in
               [(120, 160, 3), (37, 91, 3), (120, 160, 3), (480, 640, 3), (37, 91, 3), (120, 160, 3)]]
     images[2] = Image.fromarray(images[2])
-    from encoders.preprocessing import _resize_crop
+    from perception_gap.encoders.preprocessing import _resize_crop
 
     batch = preprocess_images(images, p)
     mean, std = torch.tensor(p.mean).view(3, 1, 1), torch.tensor(p.std).view(3, 1, 1)

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from cli import main
+from perception_gap.cli import main
 from tests.figures import capture, cell, html_tables, legend, lines, only, points
 from tests.test_geometry import _cam, _look_down, _rot
 
@@ -123,7 +123,7 @@ def _replay_log(tmp_path, offset: float, ext: str = "csv"):
 def _check_replay_plot(drawn, rp):
     """Per episode: translation error in mm on the left axis, rotation in degrees on the right,
     the divergence and first-contact steps as vertical lines, each named in the legend."""
-    from reports.plots import REAL_COLOR, SIM_COLOR
+    from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR
 
     figs = only(drawn, "replay_plot")
     assert len(figs) == len(rp["episodes"]) == 2

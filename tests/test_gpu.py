@@ -17,13 +17,13 @@ import pytest
 import torch
 from PIL import Image
 
-import cli
-from encoders import EncoderError, get_encoder
-from encoders.base import resolve_device
-from encoders.memory import DEFAULT_BATCH, auto_batch_size, choose_batch_size
-from encoders.preprocessing import preprocess_images
+from perception_gap import cli
 from perception_gap.catalog import Catalog
 from perception_gap.embed import embed_sets, load_encoder
+from perception_gap.encoders import EncoderError, get_encoder
+from perception_gap.encoders.base import resolve_device
+from perception_gap.encoders.memory import DEFAULT_BATCH, auto_batch_size, choose_batch_size
+from perception_gap.encoders.preprocessing import preprocess_images
 from perception_gap.errors import InputError
 from perception_gap.ingest import index_folder
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-import cli
+from perception_gap import cli
 from perception_gap.errors import InputError
 from perception_gap.evaluation.latency import analyze_latency, latency_findings
 from tests.figures import bars, capture, cell, html_tables, legend, lines, only, ticklabels

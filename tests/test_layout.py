@@ -6,15 +6,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("perception_gap", "encoders", "reports")
+# the folders of the repository and the package each one is installed as (pyproject's package-dir)
+PACKAGES = {"perception_gap": "perception_gap", "encoders": "perception_gap.encoders", "reports": "perception_gap.reports"}
 MAX_LINES = 500
 
 
 def _modules() -> dict[str, Path]:
     mods = {"cli": ROOT / "cli.py"}
-    for pkg in PACKAGES:
-        for p in (ROOT / pkg).rglob("*.py"):
-            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+    for folder, package in PACKAGES.items():
+        for p in (ROOT / folder).rglob("*.py"):
+            parts = [package, *p.relative_to(ROOT / folder).with_suffix("").parts]
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             mods[".".join(parts)] = p
@@ -85,22 +86,25 @@ def test_no_module_over_500_lines():
 
 
 def test_every_folder_says_what_it_owns():
-    for pkg in PACKAGES:
-        for init in (ROOT / pkg).rglob("__init__.py"):
+    for folder in PACKAGES:
+        for init in (ROOT / folder).rglob("__init__.py"):
             doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
             assert doc and len(doc) > 80, f"{init.relative_to(ROOT)} needs a docstring saying what the folder owns"
 
 
 def test_imports_run_one_way():
-    """cli -> perception_gap -> encoders; reports reads results only; duckdb only in the catalog; torch only in encoders."""
+    """cli -> perception_gap -> encoders; reports reads results only (and words numbers with
+    perception_gap.wording); duckdb only in the catalog; torch only in encoders."""
     graph = _graph()
+    own = lambda m, pkg: m == pkg or m.startswith(pkg + ".")
     for m, deps in graph.items():
-        if m.startswith("encoders"):
-            assert not any(d.startswith(("perception_gap", "reports", "cli")) for d in deps), (m, deps)
-        if m.startswith("reports"):
-            assert not any(d.startswith(("perception_gap", "encoders", "cli")) for d in deps), (m, deps)
-        if m.startswith("perception_gap"):
-            assert "cli" not in deps, m
+        if own(m, "perception_gap.encoders"):
+            assert all(own(d, "perception_gap.encoders") or d == "perception_gap" for d in deps), (m, deps)
+        if own(m, "perception_gap.reports"):
+            assert all(own(d, "perception_gap.reports") or d in ("perception_gap", "perception_gap.wording")
+                       for d in deps), (m, deps)
+        if own(m, "perception_gap") and m != "perception_gap.cli":
+            assert "cli" not in deps and "perception_gap.cli" not in deps, m
     for m, p in _modules().items():
         tree = ast.parse(p.read_text(encoding="utf-8"))
         top = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
@@ -108,7 +112,7 @@ def test_imports_run_one_way():
         if "duckdb" in top:
             assert m.startswith("perception_gap.catalog"), m
         if top & {"torch", "open_clip", "timm"}:
-            assert m.startswith("encoders"), m
+            assert own(m, "perception_gap.encoders"), m
 
 
 def test_the_catalog_and_the_cli_import_without_the_fft():
@@ -117,8 +121,27 @@ def test_the_catalog_and_the_cli_import_without_the_fft():
     import subprocess
     import sys
 
-    code = ("import sys; import cli, perception_gap.catalog, perception_gap.statistics.workers; "
+    code = ("import sys; import perception_gap.cli, perception_gap.catalog, perception_gap.statistics.workers; "
             "print('scipy.fft' in sys.modules); "
             "from perception_gap.statistics.texture import fft_module; fft_module(); print('scipy.fft' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "True"]
+
+
+def test_one_package_is_installed_and_it_lists_every_folder():
+    """pyproject installs perception_gap only: every folder of the three with an __init__.py is in its
+    package list under the name it is imported by, and nothing else is (no top-level cli, encoders, reports)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    setup = conf["tool"]["setuptools"]
+    assert "py-modules" not in setup
+    assert setup["package-dir"] == {v: k for k, v in PACKAGES.items() if k != v}
+    folders = {".".join([PACKAGES[init.relative_to(ROOT).parts[0]], *init.relative_to(ROOT).parts[1:-1]])
+               for folder in PACKAGES for init in (ROOT / folder).rglob("__init__.py")}
+    assert set(setup["packages"]) == folders
+    assert {p.split(".")[0] for p in setup["packages"]} == {"perception_gap"}
+    assert conf["project"]["scripts"] == {"perception-gap": "perception_gap.cli:main"}

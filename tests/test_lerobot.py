@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import cli
+from perception_gap import cli
 from perception_gap.catalog import Catalog
 from perception_gap.ingest.lerobot import scan_lerobot
 from tests.robot_data import FPS, smooth_frames, write_lerobot, write_video

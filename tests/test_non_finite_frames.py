@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-import cli
+from perception_gap import cli
 
 
 def _sets(tmp_path, sim_frames, real_frames):

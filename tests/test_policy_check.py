@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from cli import main
+from perception_gap.cli import main
 from perception_gap.geometry.policy import MISMATCH_REL, compare_actions, policy_findings
 from tests.figures import capture, cell, hexc, html_tables, lines, only, ticklabels
 
@@ -113,7 +113,7 @@ def test_same_frames_agree_and_the_gate_passes(world, tmp_path):
 def _check_policy_plot(drawn, per_dim):
     """Two boxes per action dimension, sim then real, each drawn from its own stored quantiles
     (whisker ends p5/p95, box p25..p75, median line) in its side's colour, labelled `is`/`ir`."""
-    from reports.plots import REAL_COLOR, SIM_COLOR
+    from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR
 
     (fig,) = only(drawn, "policy_plot")
     (ax,) = fig.axes

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import perception_gap as pg
-from cli import main
 from perception_gap.catalog import Catalog
+from perception_gap.cli import main
 from perception_gap.ingest.hdf5 import index_hdf5
 from perception_gap.ingest.lerobot import index_lerobot
 from perception_gap.ingest.rosbag import index_rosbag

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-import cli
+from perception_gap import cli
 from perception_gap.evaluation.rank_fidelity import PolicyRates, mmrv, pearson, rank_fidelity, violations
 from tests.figures import capture, cell, html_tables, lines, only, points
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import cli
+from perception_gap import cli
 from perception_gap.catalog import Catalog
 from perception_gap.catalog.shards import shard_dir
 from perception_gap.embed import embed_sets

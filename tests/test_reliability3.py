@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import cli
+from perception_gap import cli
 from perception_gap.commands.output import dumps
 from perception_gap.workflows import drift_gates
 

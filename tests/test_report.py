@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from reports import render_report, write_report
-from reports.format import ci, num, r2
+from perception_gap.reports import render_report, write_report
+from perception_gap.reports.format import ci, num, r2
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = '"><script>document.title="PWNED"</script>'
@@ -268,7 +268,7 @@ def test_hostile_names_are_escaped():
 def real_results(tmp_path_factory) -> dict:
     """results.json from `run` on a small generated pair of sets with the pixel encoder."""
     sys.path.insert(0, str(REPO))
-    import cli
+    from perception_gap import cli
 
     tmp = tmp_path_factory.mktemp("run")
     rng = np.random.default_rng(0)

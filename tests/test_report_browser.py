@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import write_report
+from perception_gap.reports import write_report
 from tests.test_report import console_lines, page_requests
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,7 +80,7 @@ def _audit(tmp: Path, results: dict, name: str) -> dict:
 
 def _cli():
     sys.path.insert(0, str(REPO))
-    import cli
+    from perception_gap import cli
 
     return cli
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from matplotlib import colormaps
 
-from reports import render_report
+from perception_gap.reports import render_report
 
 N = 32
 EDGES = [0.0, 0.3, 0.5, 0.7, 0.85, 1.0]

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from reports import render_report
-from reports.plots import PALETTE, channel_histograms, set_colours
-from reports.scatter import gap_vs_probe
+from perception_gap.reports import render_report
+from perception_gap.reports.plots import PALETTE, channel_histograms, set_colours
+from perception_gap.reports.scatter import gap_vs_probe
 
 # lite0 and lite2 sit close together (the case that once put each name on the other's star); pixel's
 # R² is far off scale.
@@ -113,7 +113,7 @@ def test_depth_percentiles_in_metres_with_native_unit(depth_html):
 
 
 def test_worst_pair_difference_amplified_with_its_gain_stated(tmp_path):
-    from reports.plots import pair_strip
+    from perception_gap.reports.plots import pair_strip
 
     base = np.random.default_rng(0).integers(20, 200, (60, 80, 3)).astype(np.uint8)
     Image.fromarray(base).save(tmp_path / "s.png")
@@ -147,13 +147,13 @@ def test_evidence_human_labels_telling_numbers_first_rest_folded():
 
 def test_report_depth_units_match_the_diagnoses():
     from perception_gap.diagnoses.depth import DEPTH_UNIT_NAMES
-    from reports.format import DEPTH_UNIT_NAMES as REPORT_UNITS
+    from perception_gap.reports.format import DEPTH_UNIT_NAMES as REPORT_UNITS
 
     assert REPORT_UNITS == DEPTH_UNIT_NAMES
 
 
 def test_screen_and_drift_reports_colour_by_set_not_by_domain():
-    from reports.html import _set_colours
+    from perception_gap.reports.html import _set_colours
 
     drift = {"drift": {"baseline": "week1", "current": "week2"}}
     assert _set_colours(drift, None, None, ["week2", "week1"]) == {"week1": PALETTE[0], "week2": PALETTE[1]}
@@ -239,7 +239,7 @@ def test_run_report_plots_read_back_by_value(monkeypatch):
 
 
 def test_thumbnail_keeps_orientation_aspect_and_colours(tmp_path):
-    from reports.plots import thumbnail
+    from perception_gap.reports.plots import thumbnail
 
     a = np.zeros((200, 300, 3), np.uint8)
     a[:, :150] = (220, 30, 30)  # left half red

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, fisher_exact
 
-import cli
+from perception_gap import cli
 from perception_gap.evaluation.failure_modes import failure_mode_test, permutation_chi2_p
 from perception_gap.evaluation.jobs import add_rollouts
 from perception_gap.evaluation.rollouts import Rollout, analyze_rollouts
@@ -106,7 +106,7 @@ def test_failure_modes_differ_finding_and_episode_lengths():
 def _check_interval_bars(drawn, groups):
     """Each group's point sits at its rate on its policy/task row, sim above real, in its side's
     colour, with its interval drawn from ci_low to ci_high; the legend names the colours."""
-    from reports.plots import REAL_COLOR, SIM_COLOR
+    from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR
 
     (fig,) = only(drawn, "interval_bars")
     (ax,) = fig.axes

@@ -218,7 +218,7 @@ def test_bad_bags_raise_one_line_input_errors(tmp_path, bags):
 
 def _main(*argv: str) -> int:
     sys.path.insert(0, str(REPO))
-    from cli import main
+    from perception_gap.cli import main
 
     return main([str(a) for a in argv])
 

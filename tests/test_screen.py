@@ -14,7 +14,7 @@ sys.path.insert(0, str(REPO))
 
 from scenes import render, scenes, write_set  # noqa: E402
 
-import cli  # noqa: E402
+from perception_gap import cli  # noqa: E402
 from perception_gap.metrics.centroid import centroid_distance  # noqa: E402
 from perception_gap.workflows.screening import rank_renderings, scene_clusters, shared_draws, view_distances  # noqa: E402
 from tests.figures import capture, cell, check_stats_plots, html_tables, legend, lines, only, ticklabels  # noqa: E402
@@ -55,7 +55,7 @@ def _check_screen_plots(drawn, res):
     """The distance plot: each rendering on its own row (closest on top), each view's distance and
     CI at that row in the rendering's set colour, the view told by its marker and legend; the
     statistics plots by value, real as the reference colour."""
-    from reports.plots import PALETTE
+    from perception_gap.reports.plots import PALETTE
 
     colours = check_stats_plots(drawn, res)
     assert colours["real"] == PALETTE[0].lower()  # the reference set first, as in every report

@@ -26,9 +26,9 @@ import pytest
 import torch
 from PIL import Image
 
-import cli
-from encoders.policy import weights_only_loads
+from perception_gap import cli
 from perception_gap.catalog import Catalog
+from perception_gap.encoders.policy import weights_only_loads
 
 KEY = "agentview_image"
 REPO = Path(__file__).resolve().parents[1]

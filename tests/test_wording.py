@@ -1,4 +1,4 @@
-"""reports.wording: known answers for every rule, both signs, and the sentences built from it."""
+"""perception_gap.wording: known answers for every rule, both signs, and the sentences built from it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 from perception_gap.commands.output import fmt
-from reports.wording import MISSING, pct, points, sig, signed, stops, times
+from perception_gap.wording import MISSING, pct, points, sig, signed, stops, times
 
 
 @pytest.mark.parametrize("x, text", [

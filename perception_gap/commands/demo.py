@@ -44,7 +44,7 @@ def execute(args: argparse.Namespace) -> int:
 def _after(args: argparse.Namespace, files: Any, db: str, out_dir: Path) -> int:
     """policy-check, replay and reprojection on the demo's own inputs, into DIR/after/ (one report)."""
     from perception_gap.demo.after import build_after_inputs
-    from reports.geometry import render_geometry_report
+    from perception_gap.reports.geometry import render_geometry_report
 
     after = build_after_inputs(files.root)
     dest = out_dir / "after"

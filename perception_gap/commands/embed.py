@@ -9,7 +9,7 @@ from perception_gap.commands.output import atomic_write_text, check_outputs, dum
 
 
 def execute_encoders(args: argparse.Namespace) -> int:
-    import encoders
+    from perception_gap import encoders
 
     check_outputs(json_path=args.json)
     infos = encoders.describe_encoders()

@@ -174,8 +174,8 @@ def say(args: argparse.Namespace, text: str = "") -> None:
 
 
 def fmt(x: Any, nd: int = 3) -> str:
-    """A number for the CLI's text: `nd` significant digits via reports.wording.sig ("-" when absent)."""
-    from reports.wording import sig
+    """A number for the CLI's text: `nd` significant digits via perception_gap.wording.sig ("-" when absent)."""
+    from perception_gap.wording import sig
 
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "-"
@@ -194,7 +194,7 @@ def write_outputs(res: dict[str, Any], out_dir: Path | None, json_path: str | No
     files = []
     if out_dir is not None:
         if render is None:
-            from reports import render_report as render
+            from perception_gap.reports import render_report as render
         html = render(json.loads(text))  # from the JSON form: what the report may read
         files = [(out_dir / "report.html", html), (out_dir / "results.json", text)]  # renamed in this order
     write_files(files + ([(Path(json_path), text)] if json_path else []))
@@ -220,7 +220,7 @@ def gate(name: str, value: float | None, threshold: float | None) -> dict[str, A
 
 def finish_check(args: argparse.Namespace, section: str, res: dict[str, Any], summary: list[str]) -> int:
     """Write a geometry check's `--json` file and `--out` folder, print its summary; 1 when its gate failed."""
-    from reports.geometry import render_geometry_report
+    from perception_gap.reports.geometry import render_geometry_report
 
     text = dumps(res)
     files = []

@@ -42,7 +42,7 @@ def _print(res: dict[str, Any], out_dir: str | None) -> None:
 def finish(args: argparse.Namespace, job: Callable[[], dict[str, Any]], kind: str,
            show: Callable[[dict[str, Any], str | None], None]) -> int:
     """Run an evaluation job after checking the outputs, write them, print, and exit 1 when a gate failed."""
-    from reports.evaluation import render_evaluation
+    from perception_gap.reports.evaluation import render_evaluation
 
     check_outputs(args.out, args.json)
     res = job()

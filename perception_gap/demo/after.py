@@ -1,7 +1,7 @@
 """The demo's inputs for the checks after the gap hunt: a policy, a replay log, two camera models.
 
 - `policy.pt`: a TorchScript linear policy on the frames' channel means and the proprio
-  (`encoders.policy.save_linear_policy`, fixed random weights), for `policy-check`.
+  (`perception_gap.encoders.policy.save_linear_policy`, fixed random weights), for `policy-check`.
 - `replay.csv`: per episode, the demo gripper's path as the open-loop sim pose and a "real" pose
   that tracks it within ~0.5 mm until the gripper touches an object at a drawn step, is knocked
   3 mm off there and then slips 2 mm per step (a contact-model gap), for `replay`.
@@ -87,7 +87,7 @@ def _replay_rows(rng: np.random.Generator, n_episodes: int) -> list[dict]:
 def build_after_inputs(root: Path, *, size: tuple[int, int] = (160, 120), n_episodes: int = 4,
                        seed: int = 0) -> AfterFiles:
     """Write the policy, the replay log and the camera models into `root/after/`."""
-    from encoders.policy import save_linear_policy
+    from perception_gap.encoders.policy import save_linear_policy
 
     out = Path(root) / "after"
     out.mkdir(parents=True, exist_ok=True)

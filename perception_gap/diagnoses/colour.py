@@ -13,7 +13,7 @@ from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.encoding import Encoding, to01
 from perception_gap.findings import Finding
 from perception_gap.statistics.records import FrameRecord
-from reports.wording import pct, sig
+from perception_gap.wording import pct, sig
 
 # Channel swap. Cost of "sim = real with per-channel gains" vs "sim = real with R<->B swapped
 # and gains" (gains relative to green, so exposure is free): spread of per-pair log-mean

@@ -14,7 +14,7 @@ from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.findings import Finding
 from perception_gap.statistics.depth import DEPTH_PERCENTILES
 from perception_gap.statistics.records import FrameRecord
-from reports.wording import pct, points, times
+from perception_gap.wording import pct, points, times
 
 # Depth scale: a paired median depth ratio beyond 1.5x is no scene difference; comparing set
 # medians of different scenes, only 3x or more is. A ratio within 25% of a ratio of two known

@@ -234,8 +234,8 @@ def policy_check_job(catalog: Catalog, sim: str, real: str, policy: str, *, prep
     Raises:
         InputError: unknown sets, too few pairs, a policy that cannot be loaded or fails.
     """
-    from encoders.errors import EncoderError
-    from encoders.policy import PolicyCall, import_function, load_policy
+    from perception_gap.encoders.errors import EncoderError
+    from perception_gap.encoders.policy import PolicyCall, import_function, load_policy
     from perception_gap.findings import order_findings
     from perception_gap.geometry.policy import compare_actions, policy_findings
 

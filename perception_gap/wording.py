@@ -5,7 +5,7 @@ that one value reads the same everywhere. Rules: 3 significant digits; scientifi
 below 1e-3 in magnitude (`5.57e-6`); large values in full with thousands separators (`-76,496`);
 ratios of exposure in stops (log2) with the linear ratio in percent of the other side; differences
 of two percentages in percentage points, signed by their direction, never "+" on a decrease.
-perception_gap (findings, CLI) imports this module; it imports nothing of perception_gap.
+Findings, the CLI and the reports (perception_gap.reports) import this module; it imports nothing else of the package.
 """
 
 from __future__ import annotations
