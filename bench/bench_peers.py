@@ -1,4 +1,4 @@
-"""Peers side by side (issue 17): cleanvision's image-property pass vs our statistics, and
+"""Peers side by side: cleanvision's image-property pass vs our statistics, and
 alibi-detect's MMD drift test vs our MMD, in one run. A report, not a test: exits 0.
 
 1. Image properties. 640x480 JPEG variants of the real photos (as `bench_stats.py` makes them)

@@ -1,4 +1,4 @@
-"""The per-frame crop statistics as they were before the speed work of issue 17 (main at f6f5adf).
+"""A plain, unoptimised implementation of the per-frame crop statistics, the reference for the fast one.
 
 A frozen copy, kept only as the reference of tests/test_statistics_speed_parity.py: the
 engine's `statistics.texture` was rewritten for speed, and its values must stay those of this

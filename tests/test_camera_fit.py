@@ -86,7 +86,7 @@ def test_identical_cameras_name_nothing():
     assert np.abs(e.fits["both"].theta).max() < 1e-6
 
 
-def test_the_issue_case_is_named_with_its_offsets(tmp_path):
+def test_a_camera_5mm_3mm_off_with_other_intrinsics_and_k1_is_named_with_its_offsets(tmp_path):
     spec = _issue_case()
     sim, real = parse_camera(spec["sim"], "sim"), parse_camera(spec["real"], "real")
     r = reprojection_error(sim, real, _pts())

@@ -226,7 +226,7 @@ def test_a_version_1_catalog_is_upgraded_in_place(tmp_path, episodes):
     con = duckdb.connect(str(db))  # make it a version-1 file, as written before container frames
     for col in ("container_path", "container_hash", "member", "frame_index"):
         con.execute(f"ALTER TABLE frames DROP COLUMN {col}")
-    con.execute("DROP TABLE listing_repeats")  # nor the table of repeated listings (issue 19)
+    con.execute("DROP TABLE listing_repeats")  # nor the table of repeated listings
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     with pytest.raises(Exception, match="upgrade it in place"):

@@ -15,7 +15,7 @@ from perception_gap.evaluation.intervals import (
 )
 
 
-def test_the_issue_figures():
+def test_nine_of_ten_and_nine_hundred_of_a_thousand_known_intervals():
     # "Nine of ten is 55.5%-99.7%; nine hundred of a thousand is 88.0%-91.8%."
     a, b = clopper_pearson(9, 10), clopper_pearson(900, 1000)
     assert (round(a.low * 100, 1), round(a.high * 100, 1)) == (55.5, 99.7)

@@ -805,7 +805,7 @@ def test_optical_blur_is_a_sharpness_gap(request, src, side):
 
 
 # --------------------------------------------------------------------------------------------
-# issue 13: noise, compression, precision-following thresholds, dropout against the sensor's own
+# noise, compression, precision-following thresholds, dropout against the sensor's own
 # --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("src", RGB_SOURCES)

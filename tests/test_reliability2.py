@@ -1,4 +1,4 @@
-"""Reliability, second round (issue 19, part A): cache poisoning by files changed after `index`,
+"""Reliability of the catalog against its inputs: cache poisoning by files changed after `index`,
 special files that would hang a reader, duplicate manifest columns, unlabelled mask ids,
 repeated manifest listings, symlinks leaving a folder, and pool workers outliving a killed
 writer (with the stale lock they held).

@@ -1,4 +1,4 @@
-"""Reliability, second round (issue 19, part B): faults that used to end in a traceback.
+"""Faults that must end in one line, never a traceback.
 
 A full disk during every writing command, broken catalogs, a SQLite file given as the catalog,
 bad manifest values, bad output paths, a closed pipe, unusable masks and ground truth with no

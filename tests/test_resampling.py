@@ -96,7 +96,7 @@ def test_units_pairs_share_blocks_and_many_episodes_unchanged():
 
 
 def test_one_episode_intervals_do_not_collapse():
-    """One episode a side: every cluster bootstrap replicate used to be the same draw (a point)."""
+    """One episode a side: the cluster bootstrap resamples blocks within it, so replicates differ (not a point)."""
     sim, real = episodes_of(200, 1, 6, 0.3, seed=4)
     one = ["e"] * 200
     ci = centroid_distance_ci(sim, real, episodes_sim=one, episodes_real=one).ci

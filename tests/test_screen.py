@@ -191,7 +191,7 @@ def test_rank_renderings_orders_and_brackets():
 
 def test_one_episode_sets_screen(tmp_path):
     """A one-episode set (every frame in one sub-folder) screens: blocks within the episode are
-    the bootstrap's units (it used to exit 2: "Expected at least 2 scenes")."""
+    the bootstrap's units, so one episode is not refused for having too few scenes."""
     sc = scenes(24, seed=5)
     rng = np.random.default_rng(2)
     db = str(tmp_path / "one.duckdb")

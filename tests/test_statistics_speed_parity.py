@@ -1,6 +1,6 @@
-"""The statistics after the speed work of issue 17 equal those before it, bit for bit.
+"""The engine's fast statistics equal the frozen reference implementation, bit for bit.
 
-The reference is the previous implementation (main at f6f5adf) kept frozen in
+The reference is a straightforward implementation kept frozen in
 tests/stats_reference.py: the crop statistics, the 8-bit frame entry points and the JPEG
 quality lookup. Stated tolerance: none. Every field of every frame must be equal (`==` on the
 frozen dataclass, floats compared exactly), whether a frame is measured alone or in a batch
