@@ -1,6 +1,7 @@
 """The documentation: the MkDocs site builds offline with `--strict`, and the README's links into it resolve.
 
-The site needs the `docs` extra (`pip install -e '.[docs]'`); without it the build test skips.
+The site needs the `docs` packages (the `docs` extra; the `test` extra includes them); without them the
+build test skips.
 """
 
 from __future__ import annotations
