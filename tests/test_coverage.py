@@ -171,10 +171,10 @@ def test_reprojection_initial_states_through_the_cli(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("body, needle", [
-    ("a,b,c\n1,2,3\n", "columns x, y, z"),
-    ("x,y,z\n0,0,abc\n", "line 2"),
+    ("a,b,c\n1,2,3\n", "missing required column(s) x, y, z"),
+    ("x,y,z\n0,0,abc\n", "Row 1: expected `z` to be a finite number"),
     ("x,y,z,success\n0,0,0,maybe\n", "success"),
-    ("x,y,z\n", "at least one"),
+    ("x,y,z\n", "has no rows"),
 ])
 def test_bad_initial_states_are_one_line_exit_2(tmp_path, capsys, body, needle):
     cams = tmp_path / "cams.json"

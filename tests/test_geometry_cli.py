@@ -169,7 +169,7 @@ def test_replay_gives_back_a_known_offset_and_gates(tmp_path, ext, monkeypatch):
 def test_replay_bad_input_is_one_line_exit_2(tmp_path, capsys):
     f = _replay_log(tmp_path, 0.0)
     text = f.read_text()
-    for bad, needle in ((text.replace(",real,", ",robot,", 1), "domain"), (text.replace("qw", "w", 1), "missing qw"),
+    for bad, needle in ((text.replace(",real,", ",robot,", 1), "domain"), (text.replace("qw", "w", 1), "missing required column(s) qw"),
                         ("episode,step\na,1\n", "missing"), (text.replace(",1.0,0.0,0.0,0.0,", ",0,0,0,0,", 1), "non-zero")):
         f.write_text(bad)
         assert main(["replay", str(f)]) == 2

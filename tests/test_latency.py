@@ -136,6 +136,6 @@ def test_iso_datetimes_read_as_seconds(tmp_path):
     f = tmp_path / "t.csv"
     f.write_text("capture,actuated\n2026-12-01T10:00:00.000,2026-12-01T10:00:00.040\n"
                  "2026-12-01T10:00:00.050,2026-12-01T10:00:00.080\n")
-    from perception_gap.evaluation.table import read_columns
+    from perception_gap.ingest.tables import read_columns
     res = analyze_latency(read_columns(f), fps=20)
     assert res.end_to_end["p50"] == pytest.approx(35.0) and res.period["p50"] == pytest.approx(50.0)

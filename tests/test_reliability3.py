@@ -188,7 +188,7 @@ def test_replay_row_missing_a_column_after_the_first_is_one_line(tmp_path, capsy
     rows = _replay_rows()
     del rows[5]["qz"]
     assert cli.main(["replay", str(_jsonl(tmp_path / "r.jsonl", rows))]) == 2
-    _one_line(capsys, "row 6", "missing qz")
+    _one_line(capsys, "Row 6", "missing qz")
 
 
 @pytest.mark.parametrize("value", [1e308, -1e300, 1e7])
@@ -196,7 +196,7 @@ def test_replay_pose_beyond_any_workspace_is_one_line(tmp_path, capsys, value):
     rows = _replay_rows()
     rows[3]["x"] = value
     assert cli.main(["replay", str(_jsonl(tmp_path / "r.jsonl", rows)), "--json", str(tmp_path / "o.json")]) == 2
-    _one_line(capsys, "row 4", "finite pose")
+    _one_line(capsys, "Row 4", "`x` to be a finite number")
 
 
 def test_replay_of_sane_rows_still_measures(tmp_path):

@@ -173,11 +173,11 @@ def test_cli_json_report_gate_and_formats(tmp_path, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("body,needle", [
-    ("policy,task,domain,success\na,t,sim,1\na,t,real,2\n", "Row 2: expected `success` to be 0 or 1, got 2"),
+    ("policy,task,domain,success\na,t,sim,1\na,t,real,2\n", "Row 2: expected `success` to be 0 or 1, got '2'"),
     ("policy,task,domain,success\na,t,sim,yes\n", "`success` to be 0 or 1"),
     ("policy,task,domain,success\n,t,sim,1\n", "Row 1: empty `policy`"),
     ("policy,task,domain,success\na,t,robot,1\n", "`domain` sim or real"),
-    ("policy,task,domain\na,t,sim\n", "lacks column(s) success"),
+    ("policy,task,domain\na,t,sim\n", "missing required column(s) success"),
     ("policy,task,domain,success\n", "has no rows"),
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path, capsys, body, needle):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from perception_gap.evaluation.table import read_columns
 from perception_gap.findings import Finding
+from perception_gap.ingest.tables import read_columns
 from perception_gap.version import __version__
 
 _SEVERITY_ORDER = {"bug": 0, "gap": 1, "info": 2}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -97,15 +98,29 @@ def stage_columns(columns: dict[str, list[Any]], stages: list[str] | None) -> li
 
 
 def _seconds_or_number(v: Any) -> float:
-    """A cell as a number: None -> NaN; a date-time (parsed from ISO text) -> POSIX seconds."""
+    """A cell as a number: None -> NaN; a date-time -> POSIX seconds."""
     if v is None:
         return math.nan
     return v.timestamp() if hasattr(v, "timestamp") else float(v)
 
 
+def _dated(v: Any) -> Any:
+    """A text cell holding an ISO 8601 date-time (CSV and JSONL cells are text) as a datetime; others as they are."""
+    if isinstance(v, str):
+        try:
+            float(v)
+        except ValueError:
+            try:
+                return datetime.fromisoformat(v.strip())
+            except ValueError:
+                return v
+    return v
+
+
 def _matrix(columns: dict[str, list[Any]], stages: list[str], unit: str) -> np.ndarray:
     """Stage timestamps in ms, shape (n_ticks, n_stages); date-time cells count in seconds whatever `unit`."""
     cols = []
+    columns = {s: [_dated(v) for v in columns[s]] for s in stages}
     for s in stages:
         dated = any(hasattr(v, "timestamp") for v in columns[s])
         scale = 1e3 if dated else UNITS_TO_MS[unit]
@@ -141,7 +156,7 @@ def analyze_latency(columns: dict[str, list[Any]], fps: float, *, stages: list[s
     """Latency of each logged stage and end to end against the control tick.
 
     Args:
-        columns: the tick table (`table.read_columns`).
+        columns: the tick table (`perception_gap.ingest.tables.read_columns`).
         fps: control frequency in Hz; the tick is 1000 / fps ms.
         stages: stage columns in pipeline order (default: the columns as they appear).
         unit: unit of the timestamps: s, ms, us or ns.

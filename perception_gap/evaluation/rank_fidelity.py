@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from perception_gap.errors import InputError
-from perception_gap.evaluation.table import label, number, require
+from perception_gap.ingest.tables import label, number, require
 
 N_BOOT = 2000
 # A 95% percentile interval from fewer than 200 replicates rests on a handful of draws per tail

@@ -17,8 +17,8 @@ import numpy as np
 from perception_gap.errors import InputError
 from perception_gap.evaluation.failure_modes import FailureModeTest, failure_mode_test
 from perception_gap.evaluation.intervals import interval, newcombe_difference, rollouts_needed
-from perception_gap.evaluation.table import label, number, read_columns, require
 from perception_gap.findings import Finding, order_findings
+from perception_gap.ingest.tables import label, number, read_columns, require
 
 REQUIRED = ("policy", "task", "domain", "success")
 DOMAINS = ("sim", "real")
@@ -111,8 +111,8 @@ def _success(value: Any, row: int) -> bool:
         return value
     if isinstance(value, (int, float)) and value in ok:
         return ok[int(value)]
-    if isinstance(value, str) and value.strip() in ("0", "1"):
-        return value.strip() == "1"
+    if isinstance(value, str) and value.strip().lower() in ("0", "1", "false", "true"):
+        return value.strip().lower() in ("1", "true")  # CSV cells are text
     raise InputError(f"Row {row}: expected `success` to be 0 or 1, got {value!r}.")
 
 

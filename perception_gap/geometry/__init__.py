@@ -10,6 +10,7 @@ the same grid: `thin_coverage`, or `extrinsics` when the error grows toward the 
 end-effector trajectories: per-step translation and geodesic rotation error, divergence onset,
 `tracking_offset` / `contact_divergence`) and `policy` (a frozen policy's sim vs real actions
 per dimension, `action_collapse` / `policy_obs_mismatch`). Loading a policy (torch) lives in
-`perception_gap.encoders.policy`; reading files lives in `perception_gap.commands`, reading the catalog's frames
+`perception_gap.encoders.policy`; reading the input files lives in `perception_gap.workflows.check_inputs`
+(the jobs that run these checks in `perception_gap.workflows.checks`), reading the catalog's frames
 for a policy in `perception_gap.workflows.policy_check`.
 """

@@ -1,6 +1,7 @@
 """Ingest: the sources of frames, listed, read and catalogued incrementally.
 
-ingest/ owns the sources: folders (`folders`), manifests (`manifests`), and the robot-data
+ingest/ owns the sources: folders (`folders`), manifests (`manifests`, read by `tables`, the one
+reader of CSV, JSONL and Parquet tables that the evaluation and geometry checks use too), and the robot-data
 readers (plain video `video`, LeRobot datasets `lerobot`, robomimic HDF5 `hdf5`, ROS 1/2 bags
 `rosbag` with their image messages decoded by `rosmsg`), each a module that lists `FrameEntry`s and
 hands them to `index_entries` (`entries`: content hashing, name validation, incremental cataloguing). It also owns reading frames from disk

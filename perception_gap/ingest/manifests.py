@@ -6,7 +6,6 @@ manifest's folder (or to `root`, `--root DIR`), and may point anywhere, outside 
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import math
@@ -15,9 +14,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perception_gap.errors import FrameError, InputError
+from perception_gap.errors import InputError
 from perception_gap.ingest.entries import DOMAINS, FrameEntry, IndexReport, Progress, index_entries
-from perception_gap.ingest.frames import open_regular
+from perception_gap.ingest.tables import read_table
 from perception_gap.statistics.depth import parse_depth_unit
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
@@ -28,73 +27,6 @@ log = logging.getLogger(__name__)
 MANIFEST_REQUIRED = ("set", "domain", "rgb", "pair_key")
 MANIFEST_OPTIONAL = ("depth", "depth_unit", "episode", "step", "action", "proprio")
 STEP_MIN, STEP_MAX = -(2**63), 2**63 - 1  # the catalog stores steps as BIGINT
-
-
-def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's pairs as a dict; a key given twice is an error (json keeps the last)."""
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"key {k!r} appears twice in one object")
-        out[k] = v
-    return out
-
-
-def _check_columns(path: Path, names: list[Any]) -> None:
-    seen: set[str] = set()
-    for n in names:
-        if str(n) in seen:
-            raise InputError(f"Manifest {str(path)!r} has two columns named {str(n)!r}; rename or remove one.")
-        seen.add(str(n))
-
-
-def _open_manifest(path: Path) -> int:
-    """A descriptor of the manifest: only a regular file is read (a FIFO would block for ever)."""
-    try:
-        return open_regular(path)
-    except FrameError as e:
-        if str(e) == "file not found":
-            raise InputError(f"Expected `--manifest` to be an existing file, got {str(path)!r} (not found).") from None
-        raise InputError(f"Expected `--manifest` to be a regular file, got {str(path)!r} ({e}).") from None
-
-
-def _read_manifest_rows(path: Path) -> list[dict[str, Any]]:
-    ext = path.suffix.lower()
-    if ext not in (".csv", ".jsonl", ".ndjson", ".parquet"):
-        raise InputError(f"Expected `--manifest` to end in .csv, .jsonl or .parquet, got {str(path)!r}.")
-    fd = _open_manifest(path)
-    try:
-        if ext == ".csv":
-            # utf-8-sig: a byte-order mark is not part of the first column's name
-            with open(fd, newline="", encoding="utf-8-sig") as f:
-                reader = csv.DictReader(f)
-                _check_columns(path, list(reader.fieldnames or []))
-                return [dict(r) for r in reader]
-        if ext in (".jsonl", ".ndjson"):
-            rows = []
-            with open(fd, encoding="utf-8-sig") as f:
-                for i, line in enumerate(f, 1):
-                    if line.strip():
-                        try:
-                            obj = json.loads(line, object_pairs_hook=_no_repeats)
-                        except ValueError as e:
-                            raise InputError(f"Manifest {str(path)!r} line {i}: {str(e).splitlines()[0]}.") from None
-                        if not isinstance(obj, dict):
-                            raise InputError(f"Manifest {str(path)!r} line {i}: expected a JSON object, got {type(obj).__name__}.")
-                        rows.append(obj)
-            return rows
-        import pyarrow.parquet as pq
-
-        with open(fd, "rb") as f:
-            table = pq.read_table(f)
-        _check_columns(path, table.column_names)
-        return table.to_pylist()
-    except InputError:
-        raise
-    except (UnicodeDecodeError, csv.Error, OSError, ValueError) as e:
-        raise InputError(f"Cannot read manifest {str(path)!r}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
-    except Exception as e:  # pyarrow's errors
-        raise InputError(f"Cannot read manifest {str(path)!r}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
 
 
 def _number(value: Any, what: str) -> float:
@@ -173,14 +105,10 @@ def read_manifest(path: Path, *, root: Path | None = None, set_name: str | None 
         InputError: unreadable file, a missing required column, a bad domain, a set named with
             both domains, or a row contradicting `set_name` or `domain`.
     """
-    rows = _read_manifest_rows(path)
-    if not rows:
-        raise InputError(f"Manifest {str(path)!r} has no rows.")
-    columns = set().union(*(r.keys() for r in rows))
+    table = read_table(path, "--manifest")
     given = {"set": set_name, "domain": domain}
-    missing = [c for c in MANIFEST_REQUIRED if c not in columns and given.get(c) is None]
-    if missing:
-        raise InputError(f"Manifest {str(path)!r} is missing required column(s) {', '.join(missing)} (has: {', '.join(sorted(map(str, columns)))}).")
+    table.require([c for c in MANIFEST_REQUIRED if given.get(c) is None])
+    columns, rows = table.columns, table.rows()
     known = set(MANIFEST_REQUIRED) | set(MANIFEST_OPTIONAL)
     extra = sorted(str(c) for c in columns
                    if str(c) not in known and not re.fullmatch(r"(action|proprio)_\d+", str(c)))
@@ -190,7 +118,7 @@ def read_manifest(path: Path, *, root: Path | None = None, set_name: str | None 
     base = manifest_root(path, root)
     domains: dict[str, str] = {}
     out: dict[tuple[str, str], list[FrameEntry]] = {}
-    for i, row in enumerate(rows, 2 if path.suffix.lower() == ".csv" else 1):
+    for i, row in enumerate(rows, 1):
         where = f"Manifest {str(path)!r} row {i}"
         row_set = _cell_or_flag(row, "set", set_name, where)
         row_domain = _cell_or_flag(row, "domain", domain, where)

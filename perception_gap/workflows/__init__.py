@@ -4,8 +4,9 @@ This folder owns the stages that read and write the catalog and return their par
 results.json (see docs/contract.md), storing every figure in the `runs`/`results` tables:
 `stats` (statistics of a sim and a real set, then the plumbing diagnoses), `run` (the whole
 analysis: statistics, embeddings, gap metrics, probes, ranking, detection and findings),
-`screen` (which of several renderings is closest to real) and `drift` (new frames gated
-against a baseline). The pure math that only these jobs use lives beside them: `screening`
+`screen` (which of several renderings is closest to real), `drift` (new frames gated
+against a baseline), `policy_check` (paired frames through a frozen policy) and `checks` (the
+`replay` and `reprojection` jobs, their input files read by `check_inputs`). The pure math that only these jobs use lives beside them: `screening`
 (shared-projection distances with a paired bootstrap) and `drift_gates` (the gates).
 Nothing below this folder imports it.
 """

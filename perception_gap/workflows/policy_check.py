@@ -16,6 +16,7 @@ frames / 255, 16-bit / 65535, observation arrays of other dtypes as they are (do
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import numpy as np
 from perception_gap.catalog import Catalog
 from perception_gap.errors import FrameError, InputError
 from perception_gap.version import __version__
+from perception_gap.workflows.checks import gate
 
 Policy = Callable[[np.ndarray, np.ndarray], np.ndarray]
 CHANGED = "changed since `index` (re-index the set)"
@@ -216,8 +218,14 @@ def _exit_message(e: BaseException, stage: str, policy: str, preprocess: str | N
             "not to end the process. No results were written.")
 
 
+def check_batch_size(batch_size: Any) -> None:
+    """`batch_size` is a whole number >= 1 (checked before the catalog is opened)."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"Expected `--batch-size` >= 1, got {batch_size!r}.")
+
+
 def policy_check_job(catalog: Catalog, sim: str, real: str, policy: str, *, preprocess: str | None = None,
-                     batch_size: int = 32) -> dict[str, Any]:
+                     batch_size: int = 32, max_rel_diff: float | None = None) -> dict[str, Any]:
     """Push the paired frames of `sim` and `real` through a frozen policy and compare the actions.
 
     Args:
@@ -226,9 +234,10 @@ def policy_check_job(catalog: Catalog, sim: str, real: str, policy: str, *, prep
         policy: a TorchScript file, a `.pt2` program or `module:function`.
         preprocess: optional `module:function` called on each batch as fn(images, proprio).
         batch_size: frames per policy call.
+        max_rel_diff: gate on the largest |real - sim| / sim std over the action dimensions; None: no gate.
 
     Returns:
-        The results: `policy_check` (`policy`, `per_dim`, `n_pairs`, ..., `skipped`),
+        The results: `policy_check` (`policy`, `per_dim`, `n_pairs`, ..., `skipped`, `gate`),
         `findings`, `version`, `config`.
 
     Raises:
@@ -239,8 +248,7 @@ def policy_check_job(catalog: Catalog, sim: str, real: str, policy: str, *, prep
     from perception_gap.findings import order_findings
     from perception_gap.geometry.policy import compare_actions, policy_findings
 
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise InputError(f"Expected `--batch-size` >= 1, got {batch_size!r}.")
+    check_batch_size(batch_size)
     keys, sim_rows, real_rows = catalog_pairs(catalog, sim, real)
     stage = "loading `--policy`"
     try:
@@ -258,5 +266,8 @@ def policy_check_job(catalog: Catalog, sim: str, real: str, policy: str, *, prep
     step_of = {k: r["step"] if r["step"] is not None else rr["step"] for k, r, rr in zip(keys, sim_rows, real_rows)}
     pc = compare_actions(a_sim, a_real, used, [step_of[k] for k in used])
     section = {"policy": policy, **pc.to_dict(), "skipped": skipped}
+    rel = [d["paired_diff_rel"] for d in section["per_dim"]]
+    worst = max((r for r in rel if r is not None and math.isfinite(r)), default=None)
+    section["gate"] = gate("max_paired_diff_rel", worst, max_rel_diff)
     return {"policy_check": section, "findings": [f.to_dict() for f in order_findings(policy_findings(pc))],
             "version": __version__, "config": {"policy": policy, "sim": sim, "real": real, "preprocess": preprocess}}
