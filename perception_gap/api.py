@@ -81,12 +81,15 @@ def stats(catalog: Catalog, sim: str, real: str, *, workers: int | None = None,
 
 def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = None, out: PathLike | None = None,
         device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
-        progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
+        progress: Progress | None = None, precision: str = "fp32",
+        inception_weights: PathLike | None = None) -> dict[str, Any]:
     """The whole analysis of `sim` against `real`: statistics, embeddings, gap metrics, probes, ranking, findings.
 
     Args:
         encoders: encoder names (see `list_encoders()`); None = every encoder whose weights are here.
         out: when given, write `results.json` and `report.html` into this folder.
+        inception_weights: a local FID Inception v3 state dict (pytorch-fid's file): adds `res["fid"]`,
+            the FID and KID of the reference implementations.
 
     Returns:
         The results.json structure: `sets`, `findings`, `encoders`, `detection` (when boxes exist), ...
@@ -94,7 +97,8 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
     from perception_gap.workflows.run import run_job
 
     res = run_job(catalog, sim, real, encoder_names=encoders, device=device, batch_size=batch_size,
-                  workers=workers, progress=progress, precision=precision)
+                  workers=workers, progress=progress, precision=precision,
+                  inception_weights=None if inception_weights is None else str(inception_weights))
     if out is not None:
         write_outputs(res, out)
     return res

@@ -161,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--json", help="also write results.json to this file")
     _model_options(rn, "where the models run")
     rn.add_argument("--rollouts", metavar="FILE", help="also include the rollouts section of this log (see `rollouts`)")
+    rn.add_argument("--inception-weights", metavar="FILE",
+                    help="a local FID Inception v3 state dict (pytorch-fid's pt_inception-2015-12-05-6726825d.pth): "
+                         "also the FID and KID of the reference implementations (nothing downloads)")
     rn.set_defaults(func=_command("run"))
 
     sc = sub.add_parser("screen", parents=[common], help="which rendering is closer to real, with confidence",

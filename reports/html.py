@@ -95,6 +95,16 @@ def _with_ci(v: Mapping[str, Any], nd: int = 3) -> str:
     return num(v["value"], nd) + (" " + ci(c.get("low"), c.get("high"), c.get("level"), nd) if c else "")
 
 
+def _fid(f: Mapping[str, Any]) -> dict[str, Any] | None:
+    """results.json's `fid` (FID and KID on the reference Inception's features) for the report."""
+    if not f:
+        return None
+    sha = str(f.get("weights_sha256") or "")
+    return {"fid": _with_ci(f), "kid": _with_ci(_d(f.get("kid")), 4), "n_sim": f.get("n_sim"), "n_real": f.get("n_real"),
+            "sha": sha[:12], "reference": bool(f.get("reference_weights")), "insufficient": f.get("insufficient"),
+            "implementation": f.get("implementation")}
+
+
 def _drop(probe: Mapping[str, Any]) -> tuple[str, str]:
     """(transfer drop, its CI) as text. When sim->real is below the R² display floor the drop's
     digits mean as little as the R²'s: it reads as at least sim->sim minus the floor, no CI."""
@@ -380,6 +390,7 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         "maps": maps_section(results.get("maps"), {"sim": sim, "real": real},
                              {"sim": colours.get(str(sim)), "real": colours.get(str(real))}) if lim["plots"] else None,
         "encoders": encoders, "encoders_more": max(0, len(raw_enc) - lim["encoders"]), "plot_encoders": plot_enc,
+        "fid": _fid(_d(results.get("fid"))),
         "extra_plots": extra_plots,
         "stats_sets": [{"name": n, "domain": _d(stats[n]).get("domain")} for n in stat_names],
         "stats_rows": _stat_rows(stats, stat_names) if stat_names else [],

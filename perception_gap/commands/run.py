@@ -32,6 +32,14 @@ def _print_run(res: dict[str, Any], out_dir: Path) -> None:
     if alone:
         print(f"(ranked on the gap alone, no informative probe: {', '.join(alone)}; "
               "! = probe uninformative, sim->sim R^2 <= 0)")
+    fid = res.get("fid")
+    if fid:
+        ci = fid.get("ci") or {}
+        print(f"FID (pytorch-fid Inception v3, weights {fid['weights_sha256'][:8]}"
+              f"{'' if fid.get('reference_weights') else ', not the reference file'}): "
+              + (f"{fmt(fid['value'])} ({fmt(ci.get('low'))}-{fmt(ci.get('high'))}), "
+                 f"KID {fmt((fid.get('kid') or {}).get('value'))}" if fid.get("value") is not None
+                 else f"not computed ({fid.get('insufficient')})"))
     if not res["findings"]:
         print("findings: none")
     for i, f in enumerate(res["findings"], 1):
@@ -60,7 +68,8 @@ def execute(args: argparse.Namespace) -> int:
         try:
             res = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
                           batch_size=args.batch_size, workers=args.workers, progress=progress,
-                          precision=args.precision, engine=eng)
+                          precision=args.precision, engine=eng,
+                          inception_weights=getattr(args, "inception_weights", None))
         finally:
             close()
     if args.rollouts:

@@ -231,6 +231,12 @@ def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                             ("rank", e.get("rank"))):
             if value is not None:
                 rows.append({"scope": scope, "name": name, "value": float(value)})
+    fid = res.get("fid") or {}
+    for name, value, ci in (("fid", fid.get("value"), fid.get("ci")),
+                            ("kid", (fid.get("kid") or {}).get("value"), (fid.get("kid") or {}).get("ci"))):
+        if value is not None:
+            rows.append({"scope": "fid", "name": name, "value": float(value), "ci_low": (ci or {}).get("low"),
+                         "ci_high": (ci or {}).get("high")})
     for f in res["findings"]:
         rows.append({"scope": "finding", "name": f["code"], "value": f.get("score"), "detail": f})
     return rows
@@ -240,19 +246,29 @@ def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] | None = None,
             device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
             random_state: int = 0, progress: Progress | None = None, precision: str = "fp32",
-            engine: Any = None) -> dict[str, Any]:
+            engine: Any = None, inception_weights: str | None = None) -> dict[str, Any]:
     """Statistics, embeddings, comparison, probes, ranking and findings: results.json.
 
     `engine`, when given, computes statistics and embeddings elsewhere: an object with
     `stats_runner` and `embed_runner` (the Ray engine, `perception_gap.engines.ray_engine`).
+    `inception_weights`, a local FID Inception v3 state dict (pytorch-fid's), adds the `fid`
+    section: FID and KID on its features (`perception_gap.workflows.fid`); the file is checked
+    before any work.
     """
     names = encoder_names or default_encoders()
     if not names:
         raise InputError("No encoder has its weights available here; see `perception-gap encoders`.")
+    fid_enc = None
+    if inception_weights is not None:
+        from perception_gap.workflows.fid import fid_encoder, fid_section
+
+        fid_enc = fid_encoder(inception_weights, device=device, precision=precision)
     res = stats_job(catalog, sim, real, workers=workers, progress=progress,
                     runner=engine.stats_runner if engine else None)
-    embed_sets(catalog, names, [sim, real], device=device, batch_size=batch_size, workers=2, progress=progress,
-               precision=precision, runner=engine.embed_runner if engine else None)
+    embed_sets(catalog, names + ([fid_enc.name] if fid_enc else []), [sim, real], device=device, batch_size=batch_size,
+               workers=2, progress=progress, precision=precision, runner=engine.embed_runner if engine else None)
+    if fid_enc is not None:
+        res["fid"] = fid_section(catalog, sim, real, fid_enc, groups=_groups, random_state=random_state)
     entries = []
     for name in names:
         enc = load_encoder(name, device=device, precision=precision)
@@ -271,7 +287,8 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] |
     res.update(
         version=__version__,
         config={"sim": sim, "real": real, "encoders": names, "device": device, "batch_size": batch_size,
-                "precision": precision, "random_state": random_state},
+                "precision": precision, "random_state": random_state,
+                **({"inception_weights": inception_weights} if inception_weights is not None else {})},
         encoders=entries,
         findings=[f.to_dict() for f in findings],
     )
