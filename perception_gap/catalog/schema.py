@@ -8,9 +8,9 @@ renamed or re-indexed file is never recomputed.
 from __future__ import annotations
 
 import re
-from dataclasses import fields
 from typing import Any, Iterable
 
+from perception_gap.statistics.columns import stat_columns
 from perception_gap.statistics.depth import DepthStats
 from perception_gap.statistics.image import ImageStats
 
@@ -26,7 +26,7 @@ FRAME_MIGRATIONS: dict[int, tuple[tuple[str, str], ...]] = {
 }
 DEFAULT_DB = "perception_gap.duckdb"
 
-SCHEMA = """
+_FRAME_TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE TABLE IF NOT EXISTS frame_sets (
     name VARCHAR PRIMARY KEY,
@@ -80,25 +80,8 @@ CREATE TABLE IF NOT EXISTS listing_repeats (
     reason VARCHAR,
     PRIMARY KEY (set_name, rgb_path)
 );
-CREATE TABLE IF NOT EXISTS frame_stats (
-    content_hash VARCHAR PRIMARY KEY,
-    error VARCHAR,
-    width INTEGER, height INTEGER, channels INTEGER, dtype VARCHAR, mode VARCHAR,
-    nominal_max DOUBLE, stride INTEGER,
-    mean DOUBLE[], std DOUBLE[], min DOUBLE[], max DOUBLE[],
-    lum_percentiles DOUBLE[], lum_mean DOUBLE, lin_mean DOUBLE[],
-    sharpness DOUBLE, hf_ratio DOUBLE, grad_ratio DOUBLE, dup_frac DOUBLE, dup_parity DOUBLE,
-    blockiness DOUBLE, nonfinite_frac DOUBLE, hist DOUBLE[],
-    noise_sigma DOUBLE, spectrum DOUBLE[], chroma_hf DOUBLE, jpeg_quality DOUBLE,
-    thumb BLOB, grad_xy DOUBLE[], edges DOUBLE[]
-);
-CREATE TABLE IF NOT EXISTS depth_stats (
-    content_hash VARCHAR PRIMARY KEY,
-    error VARCHAR,
-    width INTEGER, height INTEGER, dtype VARCHAR, stride INTEGER,
-    percentiles DOUBLE[], mean DOUBLE, dropout DOUBLE, inferred_unit VARCHAR, log_hist DOUBLE[],
-    invalid DOUBLE[], edges DOUBLE[]
-);
+"""
+_OTHER_TABLES = """
 CREATE TABLE IF NOT EXISTS annotations (
     set_name VARCHAR NOT NULL,
     rgb_path VARCHAR NOT NULL,
@@ -159,6 +142,29 @@ CREATE TABLE IF NOT EXISTS results (
 );
 """
 
+# The statistics cache tables and the dataclass a row of each holds: the dataclass is the one
+# definition of the columns (`perception_gap.statistics.columns`), from which the DDL below, the
+# migration of an older catalog and the Arrow schema of bulk writes and shards are all derived.
+STATS_TABLES: dict[str, type] = {"frame_stats": ImageStats, "depth_stats": DepthStats}
+# every statistics row begins with its key and, for content that could not be read, the error
+_STATS_KEY = (("content_hash", "str"), ("error", "str"))
+_SQL_TYPES = {"int": "INTEGER", "float": "DOUBLE", "str": "VARCHAR", "bytes": "BLOB", "floats": "DOUBLE[]"}
+
+
+def stats_columns(table: str) -> tuple[tuple[str, str], ...]:
+    """(column, kind) of statistics table `table`, in order: the key, the error, then the fields."""
+    return _STATS_KEY + stat_columns(STATS_TABLES[table])
+
+
+def stats_ddl(table: str) -> str:
+    """The CREATE TABLE statement of statistics table `table`."""
+    cols = [f"{name} {_SQL_TYPES[kind]}" + (" PRIMARY KEY" if name == "content_hash" else "")
+            for name, kind in stats_columns(table)]
+    return f"CREATE TABLE IF NOT EXISTS {table} (\n    " + ",\n    ".join(cols) + "\n);\n"
+
+
+SCHEMA = _FRAME_TABLES + "".join(stats_ddl(t) for t in STATS_TABLES) + _OTHER_TABLES
+
 # every table the schema creates, in order
 TABLES = tuple(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+)", SCHEMA))
 
@@ -201,8 +207,8 @@ SOURCE_COLUMNS = ("f.content_hash, min(coalesce(f.container_path, f.rgb_path)), 
                   "arg_min(f.frame_index, coalesce(f.container_path, f.rgb_path)), "
                   "arg_min(f.container_hash, coalesce(f.container_path, f.rgb_path))")
 
-IMAGE_FIELDS = tuple(f.name for f in fields(ImageStats))
-DEPTH_FIELDS = tuple(f.name for f in fields(DepthStats))
+IMAGE_FIELDS = tuple(name for name, _ in stat_columns(ImageStats))
+DEPTH_FIELDS = tuple(name for name, _ in stat_columns(DepthStats))
 
 
 def arrow_table(rows: list[dict[str, Any]], columns: Iterable[str], types: dict[str, pa.DataType]) -> pa.Table:
@@ -214,16 +220,12 @@ def arrow_table(rows: list[dict[str, Any]], columns: Iterable[str], types: dict[
     return pa.table(dict(zip(cols, arrays)))
 
 
-def _table_columns(ddl: str, table: str) -> list[tuple[str, str, str]]:
-    """(table, column, type) of one CREATE TABLE statement in `ddl` (constraints and keys left out)."""
-    body = ddl.split(f"CREATE TABLE IF NOT EXISTS {table} (", 1)[1].split(");", 1)[0]
-    out = []
-    for part in body.replace("\n", " ").split(","):
-        words = part.split()
-        if len(words) >= 2 and words[0].upper() not in ("PRIMARY", "UNIQUE", "FOREIGN") and words[1][0].isupper():
-            out.append((table, words[0], words[1]))
-    return out
+def stats_arrow_types(table: str) -> dict[str, pa.DataType]:
+    """Column -> Arrow type of statistics table `table`, as the catalog stores it."""
+    arrow = {"int": pa.int32(), "float": pa.float64(), "str": pa.string(), "bytes": pa.binary(),
+             "floats": pa.list_(pa.float64())}
+    return {name: arrow[kind] for name, kind in stats_columns(table)}
 
 
 # every statistics column of the schema: an older catalog that lacks one gets it added (and its cache dropped)
-STATS_COLUMNS = tuple(_table_columns(SCHEMA, "frame_stats") + _table_columns(SCHEMA, "depth_stats"))
+STATS_COLUMNS = tuple((table, name, _SQL_TYPES[kind]) for table in STATS_TABLES for name, kind in stats_columns(table))

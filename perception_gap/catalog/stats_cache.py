@@ -5,45 +5,24 @@ from __future__ import annotations
 from typing import Any
 
 from perception_gap.catalog.baselines import bounded_read, paths_table
-from perception_gap.catalog.schema import DEPTH_FIELDS, IMAGE_FIELDS, SOURCE_COLUMNS, arrow_table, pa
+from perception_gap.catalog.schema import DEPTH_FIELDS, IMAGE_FIELDS, SOURCE_COLUMNS, arrow_table, pa, stats_arrow_types
 from perception_gap.statistics.depth import DepthStats
 from perception_gap.statistics.image import ImageStats
-
-
-def _stats_rows(items: list[tuple[str, Any, str | None]], names: tuple[str, ...]) -> list[dict[str, Any]]:
-    """One cache row per (content_hash, stats, error) item: the named stats fields, or none on error."""
-    rows = []
-    for h, st, err in items:
-        row = {"content_hash": h, "error": err}
-        if st is not None:
-            row.update({k: getattr(st, k) for k in names})
-        rows.append(row)
-    return rows
-
-
-def _arrow_stats(name: str, rows: list[dict[str, Any]], cols: tuple[str, ...]) -> pa.Table:
-    """Cache rows of table `name` (`frame_stats` or `depth_stats`) as an Arrow table of its column types."""
-    types = {c: pa.list_(pa.float64()) for c in
-             ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "percentiles", "hist", "log_hist",
-              "spectrum", "grad_xy", "invalid", "edges")}
-    types["thumb"] = pa.binary()
-    types.update({c: pa.float64() for c in
-                  ("nominal_max", "lum_mean", "sharpness", "hf_ratio", "grad_ratio", "dup_frac",
-                   "dup_parity", "blockiness", "nonfinite_frac", "dropout", "noise_sigma", "chroma_hf",
-                   "jpeg_quality")})
-    types.update({c: pa.int32() for c in ("width", "height", "channels", "stride")})
-    types.update({c: pa.string() for c in ("content_hash", "error", "dtype", "mode", "inferred_unit")})
-    if name == "depth_stats":
-        types["mean"] = pa.float64()  # one number per depth map; per channel for images
-    return arrow_table(rows, cols, types)
 
 
 def stats_table(name: str, items: list[tuple[str, Any, str | None]]) -> pa.Table:
     """(content_hash, stats, error) items as the Arrow rows of cache table `name` (`frame_stats`
     for `ImageStats`, `depth_stats` for `DepthStats`): what the catalog stores, column for column
-    (the Ray engine writes these as Parquet shards)."""
-    fields = IMAGE_FIELDS if name == "frame_stats" else DEPTH_FIELDS
-    return _arrow_stats(name, _stats_rows(items, fields), ("content_hash", "error") + fields)
+    (the Ray engine writes these as Parquet shards). An error item fills only its key and error."""
+    types = stats_arrow_types(name)
+    fields = tuple(types)[2:]
+    rows = []
+    for h, st, err in items:
+        row = {"content_hash": h, "error": err}
+        if st is not None:
+            row.update({k: getattr(st, k) for k in fields})
+        rows.append(row)
+    return arrow_table(rows, types, types)
 
 
 class StatsCacheMixin:
@@ -79,16 +58,16 @@ class StatsCacheMixin:
 
     def write_image_stats(self, items: list[tuple[str, ImageStats | None, str | None]]) -> None:
         """Cache (content_hash, stats, error) rows; error rows record unreadable content."""
-        self._insert_stats("frame_stats", _stats_rows(items, IMAGE_FIELDS), ("content_hash", "error") + IMAGE_FIELDS)
+        self._insert_stats("frame_stats", items)
 
     def write_depth_stats(self, items: list[tuple[str, DepthStats | None, str | None]]) -> None:
-        self._insert_stats("depth_stats", _stats_rows(items, DEPTH_FIELDS), ("content_hash", "error") + DEPTH_FIELDS)
+        self._insert_stats("depth_stats", items)
 
-    def _insert_stats(self, name: str, rows: list[dict[str, Any]], cols: tuple[str, ...]) -> None:
-        if not rows:
+    def _insert_stats(self, name: str, items: list[tuple[str, Any, str | None]]) -> None:
+        if not items:
             return
-        batch = _arrow_stats(name, rows, cols)  # noqa: F841 (DuckDB reads it by name)
-        col_list = ", ".join(cols)
+        batch = stats_table(name, items)
+        col_list = ", ".join(batch.column_names)
         with self._transaction():
             self.con.execute(f"INSERT OR REPLACE INTO {name} ({col_list}) SELECT {col_list} FROM batch")
 

@@ -19,6 +19,7 @@ from perception_gap.catalog import Catalog
 from perception_gap.catalog.pacing import WritePacer
 from perception_gap.errors import InputError
 from perception_gap.ingest.changes import ROUNDS, reread_frames, skip_frames
+from perception_gap.statistics.columns import from_row
 from perception_gap.statistics.depth import DepthStats, parse_depth_unit
 from perception_gap.statistics.image import ImageStats
 from perception_gap.statistics.records import FrameRecord, SetRecords
@@ -38,8 +39,6 @@ CHUNK = 32  # frames per worker task: amortizes inter-process traffic
 WRITE_EVERY = 512
 WRITE_INTERVAL_S = 3.0
 WRITE_MAX = 16384
-_IMAGE_FIELDS = tuple(ImageStats.__dataclass_fields__)
-_DEPTH_FIELDS = tuple(DepthStats.__dataclass_fields__)
 
 
 def default_workers() -> int:
@@ -217,21 +216,13 @@ def compute_stats(catalog: Catalog, set_names: list[str], *, workers: int | None
 def _image_from_row(row: dict[str, Any]) -> ImageStats | None:
     if row.get("img_error") is not None or row.get("img_width") is None:
         return None
-    vals = {k: row[f"img_{k}"] for k in _IMAGE_FIELDS}
-    for k in ("mean", "std", "min", "max", "lum_percentiles", "lin_mean", "hist", "spectrum", "grad_xy", "edges"):
-        if vals[k] is not None:
-            vals[k] = tuple(vals[k])
-    return ImageStats(**vals)
+    return from_row(ImageStats, row, "img_")
 
 
 def _depth_from_row(row: dict[str, Any]) -> DepthStats | None:
     if row.get("dep_error") is not None or row.get("dep_width") is None:
         return None
-    vals = {k: row[f"dep_{k}"] for k in _DEPTH_FIELDS}
-    for k in ("percentiles", "log_hist", "invalid", "edges"):
-        if vals[k] is not None:
-            vals[k] = tuple(vals[k])
-    return DepthStats(**vals)
+    return from_row(DepthStats, row, "dep_")
 
 
 def load_set_records(catalog: Catalog, name: str, *, domain: str | None = None,
