@@ -15,6 +15,11 @@ from typing import Any
 
 MISSING = "\u2014"  # em dash: a value that is absent or not finite
 
+# A gate's outcome as printed by the CLI and shown in every report: one word each, whatever the
+# check (drift, screen --fail-if-worse, rollouts, latency, replay, ...). results.json keeps its
+# `passed` flag and `status` (`passed`, `failed`, `skipped`) as they are.
+PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+
 
 def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
@@ -57,6 +62,13 @@ def sig(x: Any, digits: int = 3, *, keep_zeros: bool = False) -> str:
     if not keep_zeros and "." in s:
         s = s.rstrip("0").rstrip(".")
     return s
+
+
+def gate_word(outcome: Any) -> str:
+    """`PASS`, `FAIL` or `SKIP` for a gate's `status` string or its `passed` flag (True/False)."""
+    if outcome == "skipped":
+        return SKIP
+    return PASS if outcome is True or outcome == "passed" else FAIL
 
 
 def signed(x: Any, digits: int = 3) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from perception_gap.reports.format import MISSING, ci, compact, num, signed
+from perception_gap.reports.decisions import outcome, threshold_rule
+from perception_gap.reports.format import MISSING, ci, compact, labelled, num, signed
 from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _ok, _png
 
 MAX_ROWS = 60
@@ -37,7 +38,7 @@ def interval_bars(groups: Sequence[Mapping[str, Any]]) -> Markup | None:
     ax.set_xlabel("success rate (bars: confidence interval)")
     ax.plot([], [], "o", color=SIM_COLOR, label="sim")
     ax.plot([], [], "o", color=REAL_COLOR, label="real")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, never on a bar
     return _png(fig)
 
 
@@ -111,9 +112,9 @@ th{background:#f4f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums}.f
 padding:.2em .8em;margin:.6em 0}.muted{color:#666;font-size:.85em}img{max-width:100%}.fail{color:#c0392b;font-weight:700}</style>
 </head><body>
 <h1>{{ title }}</h1><p class="muted">perception-gap {{ version }} &middot; {{ source }}</p>
-{% if gates %}<h2>Gates</h2><table><tr><th>gate</th><th>value</th><th>threshold</th><th>result</th></tr>
+{% if gates %}<h2>Gates</h2><table id="gates"><tr><th>gate</th><th>value</th><th>threshold</th><th>result</th></tr>
 {% for g in gates %}<tr><td>{{ g.name }}</td><td class="n">{{ g.value }}</td><td class="n">{{ g.threshold }}</td>
-<td{% if not g.passed %} class="fail"{% endif %}>{{ "passed" if g.passed else "FAILED" }}</td></tr>{% endfor %}</table>{% endif %}
+<td{% if g.word == "FAIL" %} class="fail"{% endif %}><b>{{ g.word }}</b>: {{ g.rule }}</td></tr>{% endfor %}</table>{% endif %}
 <h2>Findings</h2>{% for f in findings %}<div class="finding"><b>[{{ f.severity }}] {{ f.code }}</b>: {{ f.title }}
 <div>action: {{ f.action }}</div></div>{% else %}<p>none</p>{% endfor %}
 {% for p in plots %}<img src="{{ p }}" alt="plot">{% endfor %}
@@ -130,12 +131,14 @@ def _rollouts(sec: Mapping[str, Any]) -> tuple[list[Markup], list[dict[str, Any]
               "rows": [[g["policy"], g["task"], g["domain"], g["n"], g["successes"], num(g["rate"]),
                         ci(g["ci_low"], g["ci_high"])] for g in (sec.get("groups") or [])[:MAX_ROWS]]}
     comps = {"title": "Sim vs real (drop = sim - real, Newcombe hybrid score CI)",
-             "head": ["policy", "task", "sim", "real", "drop", "drop CI", "rollouts needed (sim, real)"],
+             "head": ["policy", "task", "sim", "real", "drop", "drop CI",
+                      "rollouts needed per side (\u2014: no drop to resolve, or beyond the search)"],
              "rows": [[c["policy"], c["task"], num(c["sim_rate"]), num(c["real_rate"]), signed(c["drop"]),
-                       ci(*c["drop_ci"]), compact(c["rollouts_needed"])] for c in (sec.get("comparisons") or [])]}
+                       ci(*c["drop_ci"]), labelled(c["rollouts_needed"])] for c in (sec.get("comparisons") or [])]}
     modes = {"title": "Failure modes (failed episodes per category)", "head": ["policy/task", "categories", "sim",
                                                                                "real", "test", "p"],
-             "rows": [[k, ", ".join(v["categories"]), compact(v["sim"]), compact(v["real"]), v["test"],
+             "rows": [[k, ", ".join(v["categories"]), labelled(dict(zip(v["categories"], v["sim"]))),
+                       labelled(dict(zip(v["categories"], v["real"]))), v["test"],
                        num(v["p_value"])] for k, v in (sec.get("failure_modes") or {}).items()]}
     lengths = {"title": "Episode length (p10 / p50 / p90)", "head": ["policy/task", "sim", "real"],
                "rows": [[k] + [(f"{num(v[d]['p10'], 1)} / {num(v[d]['p50'], 1)} / {num(v[d]['p90'], 1)} "
@@ -162,7 +165,7 @@ def _latency(sec: Mapping[str, Any]) -> tuple[list[Markup], list[dict[str, Any]]
     e = sec.get("end_to_end") or {}
     rows.append(["end to end", num(e.get("p50"), 2), num(e.get("p95"), 2), num(e.get("p99"), 2)])
     summary = [["tick (ms)", num(sec.get("tick_ms"), 2)], ["overrun fraction", num(sec.get("overrun_fraction"))],
-               ["staleness (ticks, p50/p95/max)", compact(sec.get("staleness_ticks"))],
+               ["staleness (whole ticks between capture and action)", labelled(sec.get("staleness_ticks"))],
                ["tick period jitter (ms, std)", num(sec.get("jitter_ms"), 2)],
                ["end-to-end jitter (ms, std)", num(sec.get("e2e_jitter_ms"), 2)], ["ticks", sec.get("n_ticks")]]
     return plots, [{"title": "Latency per stage (ms, from the previous stage)", "head": ["stage", "p50", "p95", "p99"],
@@ -185,5 +188,7 @@ def render_evaluation(results: Mapping[str, Any]) -> str:
     env = Environment(autoescape=True, finalize=lambda v: MISSING if v is None else v)
     return env.from_string(TEMPLATE).render(
         kind=kind, title=title, version=results.get("version"), source=(results.get("config") or {}).get("file"),
-        gates=sec.get("gates") or [], findings=results.get("findings") or [], plots=plots, tables=tables,
+        gates=[{"name": g.get("name"), "value": num(g.get("value")), "threshold": num(g.get("threshold")),
+                "word": outcome(g), "rule": threshold_rule(g)} for g in sec.get("gates") or []],
+        findings=results.get("findings") or [], plots=plots, tables=tables,
         skipped=[compact(s, 200) for s in (sec.get("skipped") or [])[:100]])

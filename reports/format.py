@@ -8,7 +8,7 @@ from typing import Any
 
 from perception_gap.wording import MISSING, sig
 
-__all__ = ["MISSING", "R2_WORDS", "ci", "compact", "num", "num_list", "r2", "signed"]
+__all__ = ["MISSING", "R2_WORDS", "ci", "compact", "labelled", "num", "num_list", "r2", "signed"]
 
 # An R² below the floor results give (`probe.r2_display_floor`, -1) reads only as these words.
 R2_WORDS = "worse than predicting the mean"
@@ -73,6 +73,15 @@ def compact(v: Any, limit: int = 400) -> str:
     else:
         s = MISSING if v is None else str(v)
     return s if len(s) <= limit else s[: limit - 1] + "\u2026"
+
+
+def labelled(values: Any, nd: int = 3) -> str:
+    """A small mapping of named numbers as text (`sim 120, real 45`; `p50 1, p95 2, max 3`), each
+    number at `nd` significant digits (perception_gap.wording.sig); anything else as `compact` does."""
+    if not isinstance(values, dict):
+        return compact(values)
+    return ", ".join(f"{k} {sig(v, nd) if not isinstance(v, (dict, list, tuple)) else compact(v)}"
+                     for k, v in values.items()) or MISSING
 
 
 def num_list(values: Any, nd: int = 2) -> str:

@@ -13,8 +13,9 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import num
-from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _png
+from perception_gap.reports.plots import PALETTE, REAL_COLOR, SIM_COLOR, _figure, _png
 
 MAX_LAYERS = 4
 
@@ -55,24 +56,41 @@ def policy_plot(per_dim: Sequence[Mapping[str, Any]]) -> Markup | None:
     return _png(fig)
 
 
-def replay_plot(episode: Mapping[str, Any]) -> Markup | None:
-    """Translation (mm) and rotation (deg) error per step, onset and first contact marked."""
-    steps, tr, rot = episode.get("steps") or [], episode.get("translation_error") or [], episode.get("rotation_error_deg") or []
-    if not steps:
+def _flat_zero(values: Sequence[Any]) -> bool:
+    return all(_ok(v) and v == 0 for v in values)
+
+
+def replay_plot(episodes: Sequence[Mapping[str, Any]]) -> Markup | None:
+    """Every episode's translation error (mm) per step, and rotation error (deg) in a panel below
+    unless it is 0 at every step of every episode; each episode one colour and a legend entry, its
+    divergence onset dashed and its first contact dotted in the same colour."""
+    eps = [e for e in episodes if e.get("steps")]
+    if not eps:
         return None
-    fig = _figure(6.4, 3.0)
-    ax = fig.add_subplot()
-    ax.plot(steps, [t * 1000 if _ok(t) else math.nan for t in tr], color=REAL_COLOR, label="translation (mm)")
-    ax2 = ax.twinx()
-    ax2.plot(steps, [r if _ok(r) else math.nan for r in rot], color=SIM_COLOR, label="rotation (deg)")
-    for key, style in (("divergence_step", "--"), ("first_contact_step", ":")):
-        if _ok(episode.get(key)):
-            ax.axvline(episode[key], color="#c0392b", ls=style, lw=1, label=key.replace("_", " "))
-    ax.set_xlabel("step")
-    ax.set_ylabel("translation error (mm)")
-    ax2.set_ylabel("rotation error (deg)")
-    ax.legend(fontsize=7, loc="upper left")
-    ax.set_title(f"episode {episode.get('episode')}", fontsize=10)
+    rotation = not all(_flat_zero(e.get("rotation_error_deg") or []) for e in eps)
+    fig = _figure(7.2, 5.0 if rotation else 3.0)
+    axes = fig.subplots(2 if rotation else 1, 1, sharex=True, squeeze=False)[:, 0]
+    series = [("translation_error", 1000.0, "translation error (mm)")]
+    if rotation:
+        series.append(("rotation_error_deg", 1.0, "rotation error (deg)"))
+    for ax, (key, scale, ylabel) in zip(axes, series):
+        for i, e in enumerate(eps):
+            colour = PALETTE[i % len(PALETTE)]
+            ax.plot(e["steps"], [v * scale if _ok(v) else math.nan for v in e.get(key) or []], color=colour, lw=1.2,
+                    label=f"episode {e.get('episode')}")
+            for mark, style in (("divergence_step", "--"), ("first_contact_step", ":")):
+                if _ok(e.get(mark)):
+                    ax.axvline(e[mark], color=colour, ls=style, lw=1)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel("step")
+    top = axes[0]
+    top.plot([], [], color="#000000", ls="--", lw=1, label="divergence onset")
+    top.plot([], [], color="#000000", ls=":", lw=1, label="first contact")
+    top.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, never on a line
+    note = "" if rotation else "; rotation error 0 at every step (no orientation in the log, or identical): not drawn"
+    top.set_title(f"Replay error per step, {len(eps)} episode{'s' if len(eps) != 1 else ''}{note}", fontsize=9)
+    fig.tight_layout()
     return _png(fig)
 
 
@@ -189,9 +207,8 @@ def _gate(section: Mapping[str, Any]) -> str:
     g = section.get("gate")
     if not isinstance(g, Mapping):
         return ""
-    verdict = "passed" if g.get("passed") else "FAILED"
-    return (f'<p class="gate">Gate <code>{escape(g.get("name"))}</code>: {num(g.get("value"))} against '
-            f'{num(g.get("threshold"))}: <strong>{verdict}</strong></p>')
+    return (f'<p class="gate">Gate <code>{escape(g.get("name"))}</code>: <strong>{outcome(g)}</strong>: '
+            f'{escape(threshold_rule(g))}</p>')
 
 
 def _policy(pc: Mapping[str, Any]) -> str:
@@ -208,7 +225,7 @@ def _replay(rp: Mapping[str, Any]) -> str:
             f"{num(rot.get('mean'))} deg, divergence from step {num(rp.get('divergence_step'))}.</p>")
     rows = [[str(e.get("episode")), e.get("translation_mean"), e.get("rotation_mean_deg"), e.get("divergence_step"),
              e.get("first_contact_step"), str(e.get("cause") or "-")] for e in rp.get("episodes") or []]
-    plots = "".join(_img(replay_plot(e), "replay") for e in (rp.get("episodes") or [])[:3])
+    plots = _img(replay_plot(rp.get("episodes") or []), "replay")
     return head + _gate(rp) + _table(["episode", "translation mean (m)", "rotation mean (deg)", "divergence step",
                                       "first contact", "cause"], rows, "replay-episodes") + plots
 

@@ -18,9 +18,11 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from perception_gap.reports import evidence, plots, scatter
+from perception_gap.reports.decisions import drift_rule, outcome, screen_verdict
 from perception_gap.reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, r2, signed
 from perception_gap.reports.maps import maps_section
 from perception_gap.reports.template import TEMPLATE
+from perception_gap.wording import gate_word
 
 logger = logging.getLogger(__name__)
 
@@ -320,9 +322,18 @@ def _screen(scr: Mapping[str, Any], lim: Mapping[str, Any], colours: dict[str, s
                                       for v in views]})
     plot = plots.screen_distances(_l(scr.get("ranking")), views, colours) if lim["plots"] else None
     return {"closest": scr.get("closest"), "views": views, "ranking": ranking, "pairwise": pairwise,
-            "ci_level": (f"{100 * scr['ci_level']:g}%" if isinstance(scr.get("ci_level"), (int, float)) else MISSING), "n_scenes": scr.get("n_scenes"), "baseline": scr.get("baseline"),
-            "passed": bool(scr.get("passed")), "worse": ", ".join(str(w) for w in _l(scr.get("worse_than_baseline"))),
+            "ci_level": (f"{100 * scr['ci_level']:g}%" if isinstance(scr.get("ci_level"), (int, float)) else MISSING),
+            "units": _units(scr), "baseline": scr.get("baseline"),
+            "word": gate_word(bool(scr.get("passed"))), "worse": ", ".join(str(w) for w in _l(scr.get("worse_than_baseline"))),
             "skipped_views": [(str(k), str(v)) for k, v in _d(scr.get("skipped_views")).items()], "plot": plot}
+
+
+def _units(scr: Mapping[str, Any]) -> str:
+    """What the screen's bootstrap resampled, counted: `15 episodes (125 paired scenes in them)`."""
+    kinds = _d(scr.get("resampling_units"))
+    what = ", ".join(f"{num(n)} {k}" for k, n in kinds.items()) if kinds else f"{num(scr.get('n_scenes'))} clusters"
+    pairs = scr.get("n_pairs")
+    return what + (f" ({num(pairs)} paired scenes in them)" if isinstance(pairs, int) else "")
 
 
 def _drift(dr: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
@@ -332,16 +343,16 @@ def _drift(dr: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
         c = _d(g.get("ci"))
         gates.append({"name": g.get("name"), "value": num(g.get("value")),
                       "ci": ci(c.get("low"), c.get("high"), c.get("level")) if c else "",
-                      "threshold": num(g.get("threshold")), "status": g.get("status") or ("passed" if g.get("passed") else "failed"),
+                      "threshold": num(g.get("threshold")), "word": outcome(g), "rule": drift_rule(g),
                       "description": g.get("description")})
     history = []
     for h in _l(dr.get("history"))[-lim["skipped"]:]:
         h = _d(h)
         history.append({"run_id": h.get("run_id"), "started_at": h.get("started_at"), "current": h.get("current"),
-                        "result": "passed" if h.get("passed") else "failed",
+                        "result": gate_word(bool(h.get("passed"))),
                         "failed": ", ".join(str(x) for x in _l(h.get("failed"))) or MISSING})
     plot = plots.drift_trend(_l(dr.get("history"))) if lim["plots"] and len(_l(dr.get("history"))) > 1 else None
-    return {"baseline": dr.get("baseline"), "current": dr.get("current"), "passed": bool(dr.get("passed")),
+    return {"baseline": dr.get("baseline"), "current": dr.get("current"), "word": gate_word(bool(dr.get("passed"))),
             "gates": gates, "history": history, "plot": plot}
 
 
@@ -384,7 +395,8 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         "kind": kind, "screen": _screen(scr, lim, colours) if isinstance(scr, Mapping) else None,
         "drift": _drift(dr, lim) if isinstance(dr, Mapping) else None,
         "sim": sim, "real": real, "version": results.get("version"), "run_id": results.get("run_id"),
-        "verdict": _finding(findings[0], lim) if findings else None,
+        "verdict": (screen_verdict(scr) if kind == "screen" and isinstance(scr, Mapping)
+                    else _finding(findings[0], lim) if findings else None),
         "findings": [_finding(f, lim) for f in findings[: lim["findings"]]], "n_findings": len(findings),
         "findings_more": max(0, len(findings) - lim["findings"]),
         "maps": maps_section(results.get("maps"), {"sim": sim, "real": real},

@@ -42,6 +42,12 @@ def _label(s: Any, limit: int = 24) -> str:
     return t.replace("$", r"\$")
 
 
+def legend_beside(ax, fontsize: float = 7, **kw) -> None:
+    """The axes' legend outside it, to the right of its top edge, so that it never covers data
+    (the PNG is cropped to what is drawn, so the legend widens the image instead)."""
+    ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kw)
+
+
 def _figure(w: float, h: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -81,7 +87,7 @@ def gap_bars(encoders: Sequence[dict[str, Any]]) -> Markup | None:
     ax.set_xticklabels([_label(e.get("name", "?")) for e in rows], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("normalized centroid distance")
     ax.set_title("Encoders: gap with CI and noise floor", fontsize=10)
-    ax.legend(fontsize=8)
+    legend_beside(ax, 8)
     ax.grid(axis="y", alpha=0.3)
     return _png(fig)
 
@@ -107,7 +113,7 @@ def grouped_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[A
     ax.set_xticklabels([_label(g) for g in groups], fontsize=8)
     ax.set_ylabel(ylabel)
     ax.set_title(_label(title, 60), fontsize=10)
-    ax.legend(fontsize=8)
+    legend_beside(ax, 8)
     ax.grid(axis="y", alpha=0.3)
     return _png(fig)
 
@@ -259,7 +265,8 @@ def channel_histograms(hists: dict[str, dict[str, Any]], domains: dict[str, str]
         ax.set_xlim(0, 1)
         if ch == 0:
             ax.set_ylabel("fraction of pixels", fontsize=8)
-            ax.legend(fontsize=7)
+        if ch == nch - 1:
+            legend_beside(ax)
     fig.suptitle("Per-channel histograms (mean over frames)", fontsize=10)
     fig.tight_layout()
     return _png(fig)
@@ -306,7 +313,7 @@ def depth_histograms(depths: dict[str, dict[str, Any]], domains: dict[str, str],
     if unknown:
         title += f"; unit unknown, not drawn: {_label(', '.join(unknown), 40)}"
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
+    legend_beside(ax)
     fig.tight_layout()
     return _png(fig)
 
@@ -339,31 +346,41 @@ def screen_distances(ranking: Sequence[Any], views: Sequence[str],
     ax.set_yticklabels([_label(r.get("set"), 28) for r in reversed(rows)], fontsize=8)
     ax.set_xlabel("normalized centroid distance to real (unitless, shared projection)", fontsize=8)
     ax.set_title("Distance to real per view, with bootstrap CIs (marker = view)", fontsize=10)
-    ax.legend(fontsize=7, loc="best")
+    legend_beside(ax)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return _png(fig)
 
 
 def drift_trend(history: Sequence[Any]) -> Markup | None:
-    """Gate values over drift runs, each divided by its threshold (1 = the gate's limit)."""
+    """Gate values over drift runs, each divided by its threshold (1 = the gate's limit), a cross
+    where the run failed that gate. A gate decides by its own rule (an interval entirely beyond the
+    tolerance, an AUC with an effect size, ...), so a point above 1 can pass: the crosses say which
+    did not."""
     runs = [h for h in history if isinstance(h, dict) and isinstance(h.get("ratios"), dict)][-60:]
     if len(runs) < 2:
         return None
     names = sorted({k for h in runs for k in h["ratios"]})[:10]
     fig = _figure(6.5, 2.8)
     ax = fig.add_subplot()
-    for name in names:
+    for j, name in enumerate(names):
         pts = [(i, h["ratios"][name]) for i, h in enumerate(runs) if _ok(h["ratios"].get(name))]
-        if pts:
-            xs, ys = zip(*pts)
-            ax.plot(xs, ys, marker="o", ms=3, lw=1, label=_label(name, 30))
+        if not pts:
+            continue
+        colour = PALETTE[j % len(PALETTE)]
+        xs, ys = zip(*pts)
+        ax.plot(xs, ys, marker="o", ms=3, lw=1, color=colour, label=_label(name, 30))
+        bad = [(i, y) for i, y in pts if name in (runs[i].get("failed") or [])]
+        if bad:
+            ax.plot(*zip(*bad), ls="none", marker="X", ms=8, color=colour)
     ax.axhline(1.0, color="#c0392b", ls="--", lw=1)
+    ax.plot([], [], ls="none", marker="X", ms=8, color="#555555", label="the run failed this gate")
+    ax.plot([], [], color="#c0392b", ls="--", lw=1, label="value = threshold")
     ax.set_xticks(range(len(runs)))
     ax.set_xticklabels([str(h.get("run_id")) for h in runs], fontsize=7)
     ax.set_xlabel("drift run", fontsize=8)
     ax.set_ylabel("value / threshold", fontsize=8)
-    ax.set_title("Gate values over time (above the dashed line fails)", fontsize=10)
-    ax.legend(fontsize=6, ncol=2)
+    ax.set_title("Gate values over time (crosses: failed by the gate's own rule, see the gates table)", fontsize=9)
+    legend_beside(ax, 6)
     fig.tight_layout()
     return _png(fig)

@@ -94,6 +94,10 @@ def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
     ax.set_ylim(bottom, yhi + ypad)
     shown = [(x, y if y >= R2_FLOOR else bottom + ypad * 0.4, front, name, y) for x, y, front, name in pts]
     texts = [_label(n) + ("" if raw >= R2_FLOOR else f" ({R2_WORDS}, off scale)") for _, _, _, n, raw in shown]
+    ax.set_xlabel("gap above noise floor (normalized centroid distance, unitless; lower is better)")
+    ax.set_ylabel("probe R² sim\u2192real, held out\n(unitless; higher is better)")
+    ax.set_title("Encoders: gap vs probe (stars: Pareto front; dotted: R² = 0)", fontsize=10)
+    fig.tight_layout()  # axis labels and tick labels inside the figure: the SVG is not cropped to them
     fig.canvas.draw()
     scale = fig.dpi / 72.0
     disp = [tuple(ax.transData.transform((x, y))) for x, y, *_ in shown]
@@ -112,9 +116,6 @@ def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
     if len(front) > 1:
         ax.plot([p[0] for p in front], [p[1] for p in front], color="#D55E00", lw=1, ls="--", zorder=2)
     ax.axhline(0.0, color="#999999", lw=0.8, ls=":")
-    ax.set_xlabel("gap above noise floor (normalized centroid distance, unitless; lower is better)")
-    ax.set_ylabel("probe R² sim\u2192real, held out (unitless; higher is better)")
-    ax.set_title("Encoders: gap vs probe (stars: Pareto front; dotted: R² = 0)", fontsize=10)
     ax.grid(alpha=0.3)
     buf = io.BytesIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "perception-gap"}):

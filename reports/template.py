@@ -62,7 +62,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <section id="screen">
 <h2>Renderings, closest to real first</h2>
 <p>{% if screen.closest %}Closest: <strong class="mono">{{ screen.closest }}</strong>, significantly closer than every other rendering.{% else %}No rendering is significantly closer to real than every other one.{% endif %}
-<span class="muted">Distance = mean over views of the normalized PCA centroid distance to real in one shared projection; {{ screen.ci_level }} intervals from a paired bootstrap over {{ screen.n_scenes }} scenes.</span></p>
+<span class="muted">Distance = mean over views of the normalized PCA centroid distance to real in one shared projection; {{ screen.ci_level }} intervals from a paired bootstrap that resamples <span id="screen-units">{{ screen.units }}</span>, the same draws for every rendering.</span></p>
 <div class="wide"><table id="screen-ranking"><tr><th>rank</th><th>sim set</th><th>distance [CI]</th>{% for v in screen.views %}<th class="mono">{{ v }}</th>{% endfor %}</tr>
 {% for r in screen.ranking %}<tr class="screen-row"><td class="n">{{ r.rank }}</td><td class="mono">{{ r.set }}</td><td class="n">{{ r.distance }} {{ r.ci }}</td>{% for c in r.per_view %}<td class="n">{{ c }}</td>{% endfor %}</tr>{% endfor %}
 </table></div>
@@ -70,7 +70,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 <div class="wide"><table id="screen-pairs"><tr><th>closer</th><th>farther</th><th>difference [CI]</th><th>significant</th>{% for v in screen.views %}<th class="mono">{{ v }}</th>{% endfor %}</tr>
 {% for p in screen.pairwise %}<tr><td class="mono">{{ p.closer }}</td><td class="mono">{{ p.farther }}</td><td class="n">{{ p.difference }} {{ p.ci }}</td><td>{{ p.significant }}</td>{% for c in p.per_view %}<td class="n">{{ c }}</td>{% endfor %}</tr>{% endfor %}
 </table></div>
-{% if screen.baseline %}<p>Baseline <span class="mono">{{ screen.baseline }}</span> (<code>--fail-if-worse</code>): {% if screen.passed %}passed{% else %}<strong>failed</strong>: significantly farther from real: <span class="mono">{{ screen.worse }}</span>{% endif %}</p>{% endif %}
+{% if screen.baseline %}<p id="screen-gate">Gate <code>--fail-if-worse</code> <span class="mono">{{ screen.baseline }}</span>: <strong>{{ screen.word }}</strong>: {% if screen.word == "FAIL" %}significantly farther from real than the baseline: <span class="mono">{{ screen.worse }}</span>{% else %}no rendering is significantly farther from real than the baseline{% endif %} (fails when the interval of a difference to the baseline lies entirely above 0).</p>{% endif %}
 {% if screen.skipped_views %}<p class="muted">Views not computed: {% for k, v in screen.skipped_views %}{{ k }} ({{ v }}){% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 {% if screen.plot %}<img class="plot" alt="screening plot" src="{{ screen.plot }}">{% endif %}
 </section>
@@ -78,9 +78,9 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 
 {% if drift %}
 <section id="drift">
-<h2>Gates: {% if drift.passed %}<span class="badge sev-none">passed</span>{% else %}<span class="badge sev-bug">failed</span>{% endif %}</h2>
+<h2>Gates: <span class="badge {{ "sev-none" if drift.word == "PASS" else "sev-bug" }}">{{ drift.word }}</span></h2>
 <table id="gates"><tr><th>gate</th><th>value [CI]</th><th>threshold</th><th>result</th><th>what it measures</th></tr>
-{% for g in drift.gates %}<tr class="gate-row"><td class="mono">{{ g.name }}</td><td class="n">{{ g.value }} {{ g.ci }}</td><td class="n">{{ g.threshold }}</td><td>{% if g.status == "failed" %}<span class="badge sev-bug">failed</span>{% elif g.status == "skipped" %}<span class="badge sev-info">skipped</span>{% else %}<span class="badge sev-none">passed</span>{% endif %}</td><td class="muted">{{ g.description }}</td></tr>{% endfor %}
+{% for g in drift.gates %}<tr class="gate-row"><td class="mono">{{ g.name }}</td><td class="n">{{ g.value }} {{ g.ci }}</td><td class="n">{{ g.threshold }}</td><td class="gate-result"><span class="badge {{ {"FAIL": "sev-bug", "SKIP": "sev-info"}.get(g.word, "sev-none") }}">{{ g.word }}</span> {{ g.rule }}</td><td class="muted">{{ g.description }}</td></tr>{% endfor %}
 </table>
 {% if drift.history %}<h3>History against this baseline</h3>
 <table id="drift-history"><tr><th>run</th><th>when</th><th>current set</th><th>result</th><th>failed gates</th></tr>

@@ -155,8 +155,8 @@ def check_channel_histograms(drawn: Drawn, hists: dict[str, list[list[float]]],
             colour = hexc(step.get_edgecolor())
             assert colours.setdefault(name, colour) == colour
         assert ax.get_xlabel() == "fraction of full scale"
-    for name, colour in colours.items():
-        assert _legend_entry(axes[0], name, domains.get(name)) == colour
+    for name, colour in colours.items():  # the legend stands beside the last panel
+        assert _legend_entry(axes[-1], name, domains.get(name)) == colour
     return colours
 
 

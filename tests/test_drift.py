@@ -18,6 +18,7 @@ from scenes import blur, render, scenes, write_set  # noqa: E402
 
 from perception_gap import cli  # noqa: E402
 from perception_gap.statistics.image import image_stats_pil  # noqa: E402
+from perception_gap.wording import gate_word  # noqa: E402
 from perception_gap.workflows import drift_gates as drift  # noqa: E402
 from tests.figures import capture, cell, check_stats_plots, html_tables, legend, lines, only, ticklabels  # noqa: E402
 
@@ -118,15 +119,24 @@ def _check_drift_plots(drawn, res):
     (fig,) = only(drawn, "drift_trend")
     (ax,) = fig.axes
     assert ticklabels(ax) == [str(h["run_id"]) for h in hist]
-    drawn_lines = {label: (x, y) for x, y, _, label, _ in lines(ax) if not label.startswith("_")}
+    keys = ("the run failed this gate", "value = threshold")
+    every = lines(ax)
+    drawn_lines = {label: (x, y, c) for x, y, c, label, _ in every if not label.startswith("_") and label not in keys}
     names = sorted({k for h in hist for k in h["ratios"]})
     assert sorted(drawn_lines) == names and "sharpness" in names
+    crosses = [(x, y, c) for x, y, c, label, m in every if m == "X" and len(x)]
     for name in names:
         want = [(i, h["ratios"][name]) for i, h in enumerate(hist) if h["ratios"].get(name) is not None]
-        np.testing.assert_allclose(np.c_[drawn_lines[name]], np.asarray(want, float), err_msg=name)
+        np.testing.assert_allclose(np.c_[drawn_lines[name][:2]], np.asarray(want, float), err_msg=name)
+        # a cross in the gate's colour exactly at the runs that failed it, whatever the point's height
+        failed = [(i, h["ratios"][name]) for i, h in enumerate(hist) if name in h["failed"]]
+        got = [p for x, y, c in crosses if c == drawn_lines[name][2] for p in zip(x, y)]
+        np.testing.assert_allclose(np.asarray(sorted(got), float).reshape(-1, 2),
+                                   np.asarray(sorted(failed), float).reshape(-1, 2), err_msg=name)
     # blurring moves the sharpness gate far beyond the clean run (the gate judges the CI, not this point)
     assert drawn_lines["sharpness"][1][-1] > 2 * drawn_lines["sharpness"][1][-2]
-    assert (ax.get_ylabel(), list(legend(ax))) == ("value / threshold", names)
+    assert (ax.get_ylabel(), list(legend(ax))) == ("value / threshold", [*names, *keys])
+    assert "above the dashed line fails" not in ax.get_title()  # the gates decide by their own rules
 
 
 def test_history_records_every_check(world, capsys, monkeypatch):
@@ -139,7 +149,7 @@ def test_history_records_every_check(world, capsys, monkeypatch):
     table = html_tables((newest / "report.html").read_text())["gates"]
     assert table[0][:4] == ["gate", "value [CI]", "threshold", "result"]
     for row, g in zip(table[1:], res["drift"]["gates"], strict=True):
-        assert row[0] == g["name"] and row[3] == g["status"], g["name"]
+        assert row[0] == g["name"] and row[3].split()[0] == gate_word(g["status"]), g["name"]
         if g["value"] is not None:
             assert cell(row[1].split()[0]) == pytest.approx(g["value"], rel=5e-3, abs=1e-12), g["name"]
             assert cell(row[2]) == pytest.approx(g["threshold"], rel=5e-3), g["name"]
@@ -149,7 +159,7 @@ def test_history_records_every_check(world, capsys, monkeypatch):
     capsys.readouterr()
     assert cli.main(["drift", "--history", "--baseline", "baseline", "--db", db]) == 0
     out = capsys.readouterr().out
-    assert "blurred" in out and "FAILED: " in out
+    assert "blurred" in out and "FAIL: " in out and "FAILED" not in out
     assert cli.main(["drift", "--baseline", "baseline", "--db", db, "-q"]) == 2  # no --current/--out
 
 

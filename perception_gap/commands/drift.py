@@ -16,6 +16,7 @@ from perception_gap.commands.output import (
     progress_bar,
     write_outputs,
 )
+from perception_gap.wording import FAIL, PASS, gate_word
 
 
 def _print_drift(res: dict[str, Any], out_dir: Path) -> None:
@@ -24,8 +25,8 @@ def _print_drift(res: dict[str, Any], out_dir: Path) -> None:
     print(f"  {'gate':<34} {'value':>9} {'threshold':>9}  result")
     for g in d["gates"]:
         extra = f" ({g['reason']})" if g["status"] == "skipped" and g.get("reason") else ""
-        print(f"  {g['name']:<34} {fmt(g['value']):>9} {fmt(g['threshold']):>9}  {g['status']}{extra}")
-    print("PASSED" if d["passed"] else "FAILED: " + ", ".join(g["name"] for g in d["gates"] if g["status"] == "failed"))
+        print(f"  {g['name']:<34} {fmt(g['value']):>9} {fmt(g['threshold']):>9}  {gate_word(g['status'])}{extra}")
+    print(PASS if d["passed"] else f"{FAIL}: " + ", ".join(g["name"] for g in d["gates"] if g["status"] == "failed"))
     for f in res["findings"]:
         print(f"- {f['title']}\n  action: {f['action']}")
     print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
@@ -37,7 +38,7 @@ def _print_history(rows: list[dict[str, Any]]) -> None:
         return
     print(f"{'run':>5}  {'when':<26} {'baseline':<20} {'current':<20} result")
     for h in rows:
-        res = "passed" if h["passed"] else "FAILED: " + ", ".join(h["failed"])
+        res = PASS if h["passed"] else f"{FAIL}: " + ", ".join(h["failed"])
         print(f"{h['run_id']:>5}  {h['started_at'][:26]:<26} {str(h['baseline'])[:20]:<20} {str(h['current'])[:20]:<20} {res}")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from perception_gap.commands.output import check_outputs, fmt, write_outputs
+from perception_gap.wording import gate_word
 
 
 def print_gates_and_findings(res: dict[str, Any], section: dict[str, Any], out_dir: str | None) -> None:
@@ -17,7 +18,7 @@ def print_gates_and_findings(res: dict[str, Any], section: dict[str, Any], out_d
     if not res["findings"]:
         print("findings: none")
     for g in section["gates"]:
-        print(f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {g['status']}")
+        print(f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {gate_word(g['status'])}")
     if out_dir:
         print(f"results: {Path(out_dir) / 'results.json'}, report: {Path(out_dir) / 'report.html'}")
 

@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from perception_gap.commands.output import check_outputs, encoder_names, fmt, progress_bar, write_outputs
+from perception_gap.wording import FAIL, PASS
 
 
 def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
     scr = res["screen"]
     print(f"screening {len(scr['ranking'])} renderings against real {res['config']['real']!r} "
-          f"over {len(scr['views'])} views ({', '.join(scr['views'])}); {scr['n_scenes']} scenes")
+          f"over {len(scr['views'])} views ({', '.join(scr['views'])}); {scr['n_pairs']} paired scenes, resampled as "
+          + ", ".join(f"{n} {kind}" for kind, n in scr["resampling_units"].items()))
     print(f"{'rank':>4}  {'sim set':<28} {'distance (95% CI)':<26}")
     for r in scr["ranking"]:
         c = r["ci"]
@@ -24,8 +26,8 @@ def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
               f"(95% CI {fmt(c.get('low'))} to {fmt(c.get('high'))}): {verdict}")
     print(f"closest: {scr['closest']!r}" if scr["closest"] else "closest: no rendering is significantly closer than every other")
     if "baseline" in scr:
-        print(f"--fail-if-worse {scr['baseline']!r}: " + ("passed" if scr["passed"] else
-              "FAILED (significantly farther: " + ", ".join(scr["worse_than_baseline"]) + ")"))
+        print(f"--fail-if-worse {scr['baseline']!r}: " + (PASS if scr["passed"] else
+              f"{FAIL} (significantly farther: " + ", ".join(scr["worse_than_baseline"]) + ")"))
     print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
 
 

@@ -274,9 +274,9 @@ def check_white_balance(ctx: Context) -> Finding | None:
                "threshold_log2": WB_LOG2[basis], "sim_tone": tone})
     title = (f"Sim is {tone} than real: R/G gain x{2 ** rg:.2f}, B/G gain x{2 ** bg:.2f} "
              f"({size:.2f} log2).")
-    action = (f"Randomize white-balance gains / colour temperature by at least ±{abs(2 ** rg - 1):.0%} "
-              f"on R/G and ±{abs(2 ** bg - 1):.0%} on B/G, or match the sim light colour and the "
-              f"camera's white balance.")
+    gains = [f"±{pct(abs(2 ** x - 1))} on {n}" for n, x in (("R/G", rg), ("B/G", bg)) if abs(2 ** x - 1) >= 0.005]
+    action = (f"Randomize white-balance gains / colour temperature by at least {' and '.join(gains)}, or match "
+              f"the sim light colour and the camera's white balance.")
     return Finding("white_balance", "gap", title, ev, action, num(size / WB_LOG2[basis]))
 
 

@@ -100,7 +100,9 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
         raise InputError("No view could be computed: " + "; ".join(f"{k}: {v}" for k, v in skipped_views.items()))
     scr = screening.rank_renderings(views, sims, baseline=baseline)
     scr["skipped_views"] = skipped_views
-    scr["n_scenes"] = len(index)
+    scr["n_scenes"] = len(index)  # the bootstrap's clusters, counted by kind in `resampling_units`
+    scr["resampling_units"] = _unit_counts(index)
+    scr["n_pairs"] = len(set(all_keys[real]) & set().union(*(all_keys[s] for s in sims)))  # real keys a sim shares
     findings += _screen_findings(scr)
     sets = {n: {**set_info(catalog, n), "role": "sim" if n in sims else "real"} for n in sims + [real]}
     res: dict[str, Any] = {
@@ -116,6 +118,22 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
     }
     res["run_id"] = catalog.record_run("screen", res["config"], __version__, _screen_rows(scr, res["findings"]))
     return res
+
+
+def _unit_counts(labels: Any) -> dict[str, int]:
+    """How many of the bootstrap's clusters (`screening.scene_clusters` labels) are of each kind."""
+    out: dict[str, int] = {}
+    for lab in labels:
+        if len(lab) == 3 and lab[1] == "block":
+            kind = "blocks of consecutive frames within an episode"
+        elif lab[0] == "episode" or (len(lab) == 3 and lab[1] == "episode"):
+            kind = "episodes"
+        elif lab[0] == "scene":
+            kind = "scenes without an episode"
+        else:
+            kind = "unpaired frames without an episode"
+        out[kind] = out.get(kind, 0) + 1
+    return out
 
 
 def _fmt_ci(c: dict[str, Any]) -> str:

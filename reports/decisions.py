@@ -1,0 +1,138 @@
+"""What each check decided, in words: a gate's outcome with the rule that decided it, and the
+screen's conclusion for the report's headline box.
+
+Everything here reads fields results.json already holds (a gate's value, threshold, interval,
+status and detail; the screen's ranking); nothing is recomputed. The comparison written beside a
+verdict (`0.453 > 0.3`) only orders the two numbers shown, so that a reader sees why the gate
+passed or failed without looking elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from perception_gap.reports.format import MISSING, ci, num
+from perception_gap.wording import FAIL, PASS, SKIP, gate_word
+
+# Drift gates whose interval decides (drift_gates.shift_gate): two-sided unless listed one-sided.
+_CI_GATES = {"channel_shift", "sharpness", "sensor_noise", "depth_dropout"}
+_ONE_SIDED = {"depth_dropout"}
+FORMAT_ALPHA = 0.01  # drift_gates.FORMAT_ALPHA (a test keeps the two equal)
+
+
+def _ok(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _d(v: Any) -> Mapping[str, Any]:
+    return v if isinstance(v, Mapping) else {}
+
+
+def _cmp(v: Any, t: Any) -> str:
+    """`0.453 > 0.3`, `0.1 <= 0.3` (as the two numbers order), for the sentence beside a verdict."""
+    if not (_ok(v) and _ok(t)):
+        return f"{num(v)} against {num(t)}"
+    return f"{num(v)} {'>' if v > t else '=' if v == t else '<'} {num(t)}"
+
+
+def outcome(g: Mapping[str, Any]) -> str:
+    """A gate's one word (`PASS`, `FAIL`, `SKIP`) from its `status`, else its `passed` flag."""
+    return gate_word(g.get("status") or bool(g.get("passed")))
+
+
+def threshold_rule(g: Mapping[str, Any]) -> str:
+    """Why a plain threshold gate (rollouts, rank fidelity, latency, policy check, replay,
+    reprojection) passed or failed: `min_` gates need at least the threshold, the others at most."""
+    if outcome(g) == SKIP:
+        return f"not measured ({g.get('reason') or 'no value'})"
+    v, t = g.get("value"), g.get("threshold")
+    need = "at least" if str(g.get("name", "")).startswith("min_") else "at most"
+    return f"{_cmp(v, t)}; passes with {need} {num(t)}"
+
+
+def _ci_rule(g: Mapping[str, Any], base: str) -> str:
+    det, c, t = _d(g.get("detail")), _d(g.get("ci")), g.get("threshold")
+    level = f"{100 * c['level']:g}% " if _ok(c.get("level")) else ""
+    beyond = f"above +{num(t)}" if base in _ONE_SIDED else f"beyond \u00b1{num(t)}"
+    failed = [str(x) for x in det.get("failed") or []]
+    col = det.get("column")
+    per = _d(_d(det.get("per_channel")).get(col)) if col is not None else {}
+    where = f" ({col})" if col is not None and len(_d(det.get("per_channel"))) > 1 else ""
+    interval = ci(per.get("low", c.get("low")), per.get("high", c.get("high")))
+    multi = len(_d(det.get("per_channel"))) > 1
+    if outcome(g) == FAIL:
+        return (f"the {level}interval of the change lies entirely {beyond}"
+                + (f" for {', '.join(failed)}" if failed and multi else "") + f"; largest change{where} "
+                f"{num(g.get('value'))}, interval {interval}")
+    return (f"fails only when the {level}interval of the change lies entirely {beyond}; "
+            f"largest change{where} {num(g.get('value'))}, interval {interval}")
+
+
+def _auc_rule(g: Mapping[str, Any]) -> str:
+    det, v, t = _d(g.get("detail")), g.get("value"), g.get("threshold")
+    r, need = det.get("effect_ratio"), det.get("min_ratio")
+    sized = _ok(need) and need > 0 and _ok(r)
+    if outcome(g) == FAIL:
+        return (f"AUC {_cmp(v, t)} and the shift is {num(r)}x the baseline's own variation, above {num(need)}x"
+                if sized else f"AUC {_cmp(v, t)}")
+    if _ok(v) and _ok(t) and v > t and sized:
+        return (f"AUC {_cmp(v, t)}, but the shift is only {num(r)}x the baseline's own variation; "
+                f"fails only when the AUC is above {num(t)} and the shift above {num(need)}x")
+    return f"AUC {_cmp(v, t)}" + (f"; fails only when also the shift is above {num(need)}x the baseline's own "
+                                  f"variation" if _ok(need) and need > 0 else "")
+
+
+def _format_rule(g: Mapping[str, Any]) -> str:
+    det, v, t = _d(g.get("detail")), g.get("value"), g.get("threshold")
+    p = det.get("p_value")
+    if outcome(g) == FAIL:
+        return f"excess share of odd frames {_cmp(v, t)} and binomial p {num(p)} < {num(FORMAT_ALPHA)}"
+    if _ok(v) and _ok(t) and v > t:
+        return (f"excess share of odd frames {_cmp(v, t)}, but binomial p {num(p)} >= {num(FORMAT_ALPHA)}: "
+                f"as likely by chance at the baseline's own rate")
+    return f"excess share of odd frames {_cmp(v, t)}; fails above {num(t)} when also unlikely by chance"
+
+
+def drift_rule(g: Mapping[str, Any]) -> str:
+    """Why a drift gate passed or failed, from its own fields (see drift_gates' module table)."""
+    base = str(g.get("name", "")).split(":")[0]
+    if outcome(g) == SKIP:
+        return f"not measured: {g.get('reason') or MISSING}"
+    if base in _CI_GATES:
+        return _ci_rule(g, base)
+    if base == "domain_auc":
+        return _auc_rule(g)
+    if base == "format":
+        return _format_rule(g)
+    v, t = g.get("value"), g.get("threshold")
+    what = {"embedding": "distance / noise floor", "detector_ap": "AP drop"}.get(base, "value")
+    return f"{what} {_cmp(v, t)}; fails above {num(t)}"
+
+
+def screen_verdict(scr: Mapping[str, Any]) -> dict[str, Any]:
+    """The screen's conclusion for the headline box: which rendering is closest to real (or that none
+    is significantly closest), and the `--fail-if-worse` gate when one was asked for."""
+    ranking = [_d(r) for r in scr.get("ranking") or []]
+    closest = scr.get("closest")
+    first = ranking[0] if ranking else {}
+    level = f"{100 * scr['ci_level']:g}% " if _ok(scr.get("ci_level")) else ""
+    if closest:
+        title = f"Closest to real: {closest}, significantly closer than every other rendering"
+        action = f"Prefer {closest}; the per-view columns say which encoders and statistics moved."
+    else:
+        title = (f"No rendering is significantly closer to real than every other one (nearest point estimate: "
+                 f"{first.get('set', MISSING)}, distance {num(first.get('distance'))})")
+        action = (f"Treat the renderings as equivalent at this sample size (the {level}intervals of their differences "
+                  "include 0); more paired scenes narrow them.")
+    severity, word = "info", None
+    if scr.get("baseline") is not None:
+        word = gate_word(bool(scr.get("passed")))
+        worse = ", ".join(str(w) for w in scr.get("worse_than_baseline") or [])
+        title += (f". Gate --fail-if-worse {scr['baseline']}: {word}"
+                  + (f" (significantly farther from real: {worse})" if word == FAIL else ""))
+        if word == FAIL:
+            severity = "gap"
+    return {"severity": word or "result", "sev_class": "none" if word == PASS else severity, "code": "screen",
+            "title": title, "action": action, "see_maps": False}
