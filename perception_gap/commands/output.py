@@ -18,6 +18,7 @@ from perception_gap.outputs import (  # noqa: F401  (the commands' writers, name
     write_files,
     write_outputs,
 )
+from perception_gap.wording import gate_word
 
 
 def fail(message: str) -> int:
@@ -74,6 +75,6 @@ def finish_check(args: argparse.Namespace, section: str, res: dict[str, Any], su
     for line in summary + [f"  finding {f['code']} ({f['severity']}): {f['title']}" for f in res["findings"]]:
         say(args, line)
     if g is not None:
-        say(args, f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {'passed' if g['passed'] else 'FAILED'}")
+        say(args, f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {gate_word(g['passed'])}")
         return 0 if g["passed"] else 1
     return 0
