@@ -1,6 +1,7 @@
 """perception-gap: measure the gap between simulated and real camera frames, offline.
 
-The Python API (see `perception_gap.api` and the README's "Python API" section):
+The Python API: every command as a typed function (see `perception_gap.api` and the README's
+"Python API" section):
 
     import perception_gap as pg
     with pg.open_catalog("gap.duckdb") as cat:
@@ -23,21 +24,41 @@ from typing import TYPE_CHECKING, Any
 
 from perception_gap.version import __version__
 
-_API = ("open_catalog", "index_folder", "index_manifest", "stats", "run", "screen", "drift", "policy_check",
-        "list_encoders", "load_results", "write_outputs")
+_API = ("COMMANDS", "open_catalog", "index_folder", "index_manifest", "index_video", "index_lerobot", "index_hdf5",
+        "index_rosbag", "attach_coco", "attach_masks", "list_sets", "rename_set", "drop_set", "stats",
+        "list_encoders", "embed_sets", "run", "screen", "drift", "drift_history", "run_demo", "rollouts", "rank_fidelity",
+        "latency", "policy_check", "replay", "reprojection", "load_results", "write_outputs")
 
 __all__ = ["__version__", *_API]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily below
     from perception_gap.api import (  # noqa: F401
+        COMMANDS,
+        attach_coco,
+        attach_masks,
         drift,
+        drift_history,
+        drop_set,
+        embed_sets,
         index_folder,
+        index_hdf5,
+        index_lerobot,
         index_manifest,
+        index_rosbag,
+        index_video,
+        latency,
         list_encoders,
+        list_sets,
         load_results,
         open_catalog,
         policy_check,
+        rank_fidelity,
+        rename_set,
+        replay,
+        reprojection,
+        rollouts,
         run,
+        run_demo,
         screen,
         stats,
         write_outputs,

@@ -1,16 +1,26 @@
-"""The Python API: what a notebook needs, in the order of the pipeline.
+"""The Python API: every command of the command line as a typed function, in the order of the pipeline.
 
-Every function here is a thin, typed front on the library (the same code the command line
-runs) and returns the results.json structure as a dict (see docs/contract.md). Nothing here
-prints; errors are `perception_gap.errors.PerceptionGapError` subclasses with a one-line message.
+Each function is a thin front on the same jobs the command line runs (`COMMANDS` names the
+function of each command) and returns a typed report or the results.json structure as a dict
+(see docs/contract.md). Nothing here prints; errors are `perception_gap.errors.PerceptionGapError`
+subclasses with a one-line message. A gate asked for (`max_drop=`, `baseline=`, ...) is in the
+results (`passed`); the command line turns a failed one into exit code 1.
 
-    import perception_gap as pg
+The container sources, boxes and set housekeeping live in `perception_gap.api_sources`, the checks before and
+after the gap hunt in `perception_gap.api_checks`; both are exported here and from
+`perception_gap`. `perception_gap.examples` writes small inputs for every function.
 
-    with pg.open_catalog("gap.duckdb") as cat:
-        pg.index_folder(cat, "frames/sim", "sim", "sim")
-        pg.index_folder(cat, "frames/real", "real", "real", depth_unit="mm")
-        res = pg.run(cat, "sim", "real", encoders=["pixel"], out="out/")
-    res["findings"][0]["code"]
+Examples:
+    >>> import tempfile
+    >>> import perception_gap as pg
+    >>> from perception_gap.examples import write_examples
+    >>> files = write_examples(tempfile.mkdtemp())
+    >>> with pg.open_catalog(files.root / "gap.duckdb") as cat:
+    ...     _ = pg.index_folder(cat, files.sim, "sim", "sim", workers=1)
+    ...     _ = pg.index_folder(cat, files.real, "real", "real", workers=1)
+    ...     res = pg.stats(cat, "sim", "real", workers=1)
+    >>> res["findings"][0]["code"]
+    'channel_swap'
 """
 
 from __future__ import annotations
@@ -20,7 +30,20 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+from perception_gap.api_checks import latency, policy_check, rank_fidelity, replay, reprojection, rollouts
+from perception_gap.api_sources import (
+    attach_coco,
+    attach_masks,
+    drop_set,
+    index_hdf5,
+    index_lerobot,
+    index_rosbag,
+    index_video,
+    list_sets,
+    rename_set,
+)
 from perception_gap.catalog import DEFAULT_DB, Catalog
+from perception_gap.embed import EmbedReport
 from perception_gap.errors import InputError
 from perception_gap.ingest import IndexReport
 from perception_gap.ingest import index_folder as _index_folder
@@ -28,6 +51,19 @@ from perception_gap.ingest import index_manifest as _index_manifest
 
 PathLike = str | os.PathLike[str]
 Progress = Callable[[int, int], None]
+
+# The function of each command of the command line (`perception-gap COMMAND`). `index` has one
+# function per source: index_folder, index_manifest, index_video, index_lerobot, index_hdf5,
+# index_rosbag, and attach_coco / attach_masks for boxes.
+COMMANDS = {"index": "index_folder", "stats": "stats", "encoders": "list_encoders", "embed": "embed_sets", "run": "run",
+            "screen": "screen", "drift": "drift", "rollouts": "rollouts", "rank-fidelity": "rank_fidelity",
+            "latency": "latency", "sets": "list_sets", "drop": "drop_set", "rename": "rename_set", "demo": "run_demo",
+            "policy-check": "policy_check", "replay": "replay", "reprojection": "reprojection"}
+
+__all__ = ["COMMANDS", "open_catalog", "index_folder", "index_manifest", "index_video", "index_lerobot", "index_hdf5",
+           "index_rosbag", "attach_coco", "attach_masks", "list_sets", "rename_set", "drop_set", "stats",
+           "list_encoders", "embed_sets", "run", "screen", "drift", "drift_history", "run_demo", "rollouts", "rank_fidelity",
+           "latency", "policy_check", "replay", "reprojection", "load_results", "write_outputs"]
 
 
 def open_catalog(path: PathLike = DEFAULT_DB, *, read_only: bool = False, wait: float = 0.0) -> Catalog:
@@ -40,6 +76,13 @@ def open_catalog(path: PathLike = DEFAULT_DB, *, read_only: bool = False, wait: 
 
     Returns:
         A `Catalog`; use it as a context manager (`with open_catalog(...) as cat:`).
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> import perception_gap as pg
+        >>> with pg.open_catalog(pathlib.Path(tempfile.mkdtemp()) / "gap.duckdb") as cat:
+        ...     pg.list_sets(cat)
+        []
     """
     return Catalog(Path(path), read_only=read_only, wait=wait)
 
@@ -51,32 +94,145 @@ def index_folder(catalog: Catalog, root: PathLike, set_name: str, domain: str, *
 
     Pair key = the relative path without its extension (or the first group of `pair_regex`);
     depth from `depth/` or `<stem>_depth.*`; episode = the sub-folder. Only new or changed files
-    are read. Returns the `IndexReport` (listed, new, changed, unchanged, vanished, usable, skipped).
+    are read.
+
+    Args:
+        catalog: an open, writable catalog.
+        root: the folder.
+        set_name: the set to (re)index.
+        domain: `sim` or `real`.
+        pair_regex: a regex on the relative path whose first group (or group `key`) is the pair key.
+        depth_unit: the declared depth unit: `m`, `mm`, `cm`, `tum` (1/5000 m) or units per metre.
+        tags: tags for the set.
+        workers: reading processes (default: all cores).
+        progress: called as progress(done, total).
+
+    Returns:
+        The `IndexReport` (listed, new, changed, unchanged, vanished, usable, skipped).
+
+    Examples:
+        >>> import tempfile
+        >>> import perception_gap as pg
+        >>> from perception_gap.examples import write_examples
+        >>> files = write_examples(tempfile.mkdtemp())
+        >>> with pg.open_catalog(files.root / "gap.duckdb") as cat:
+        ...     r = pg.index_folder(cat, files.sim, "sim", "sim", workers=1)
+        >>> r.new, r.usable
+        (8, 8)
     """
     return _index_folder(catalog, Path(root), set_name, domain, pair_regex=pair_regex, depth_unit=depth_unit,
                          tags=tags, workers=workers, progress=progress)
 
 
 def index_manifest(catalog: Catalog, manifest: PathLike, *, root: PathLike | None = None, tags: list[str] | None = None,
-                   workers: int | None = None, progress: Progress | None = None) -> list[IndexReport]:
-    """Index the sets of a CSV, JSONL or Parquet manifest (columns in docs/contract.md); one report per set.
+                   workers: int | None = None, progress: Progress | None = None, set_name: str | None = None,
+                   domain: str | None = None) -> list[IndexReport]:
+    """Index the sets of a CSV, JSONL or Parquet manifest (columns in docs/contract.md).
 
-    Paths are absolute, or relative to `root` (default: the manifest's folder).
+    Args:
+        catalog: an open, writable catalog.
+        manifest: the manifest file.
+        root: the folder relative paths start from (default: the manifest's folder).
+        tags: tags for the sets.
+        workers: reading processes (default: all cores).
+        progress: called as progress(done, total).
+        set_name: the set of rows whose manifest has no `set` (no column, or an empty cell).
+        domain: the domain of rows whose manifest has no `domain`.
+
+    Returns:
+        One `IndexReport` per set.
+
+    Examples:
+        >>> import tempfile
+        >>> import perception_gap as pg
+        >>> from perception_gap.examples import write_examples
+        >>> files = write_examples(tempfile.mkdtemp())
+        >>> with pg.open_catalog(files.root / "gap.duckdb") as cat:
+        ...     [(r.set_name, r.usable) for r in pg.index_manifest(cat, files.manifest, workers=1)]
+        [('sim', 8), ('real', 8)]
     """
     return _index_manifest(catalog, Path(manifest), root=None if root is None else Path(root), tags=tags,
-                           workers=workers, progress=progress)
+                           workers=workers, progress=progress, set_name=set_name, domain=domain)
 
 
 def stats(catalog: Catalog, sim: str, real: str, *, workers: int | None = None,
           progress: Progress | None = None) -> dict[str, Any]:
     """Raw statistics of a sim and a real set and the plumbing diagnoses.
 
+    Args:
+        catalog: an open, writable catalog (statistics are cached in it).
+        sim: the sim set's name.
+        real: the real set's name.
+        workers: processes (default: all cores).
+        progress: called as progress(done, total).
+
     Returns:
         `sets`, `stats` (per set), `pairs`, `findings` (most urgent first), `config`, `version`.
+
+    Examples:
+        >>> import tempfile
+        >>> import perception_gap as pg
+        >>> from perception_gap.examples import example_catalog
+        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp())) as cat:
+        ...     res = pg.stats(cat, "sim", "real", workers=1)
+        >>> res["pairs"]["n_pairs"], res["findings"][0]["code"]
+        (8, 'channel_swap')
     """
     from perception_gap.workflows.stats import stats_job
 
     return stats_job(catalog, sim, real, workers=workers, progress=progress)
+
+
+def list_encoders() -> list[dict[str, Any]]:
+    """Registered encoders with their width, preprocessing and whether their weights are here (loads no model).
+
+    Returns:
+        One dict per encoder: `name`, `family`, `dim`, `preprocessing`, `weights_available`, `weights`.
+
+    Examples:
+        >>> import perception_gap as pg
+        >>> pixel = next(e for e in pg.list_encoders() if e["name"] == "pixel")
+        >>> pixel["family"], pixel["weights_available"]
+        ('pixel', True)
+    """
+    from perception_gap import encoders
+
+    return [{"name": i.name, "family": i.family, "dim": i.dim, "preprocessing": i.preprocessing.to_dict(),
+             "weights_available": i.weights_available, "weights": i.weights} for i in encoders.describe_encoders()]
+
+
+def embed_sets(catalog: Catalog, encoders: list[str], sets: list[str] | None = None, *, device: str = "auto",
+          batch_size: int | str = 32, workers: int | None = None, progress: Progress | None = None,
+          precision: str = "fp32") -> list[EmbedReport]:
+    """Embed every usable frame through each encoder, cached by (content hash, encoder fingerprint).
+
+    Only frames without a cached embedding are embedded; a rerun is free.
+
+    Args:
+        catalog: an open, writable catalog.
+        encoders: encoder names (see `list_encoders()`) or `open_clip:ARCH:PRETRAINED`.
+        sets: the sets to embed; None: every set.
+        device: `auto`, `cpu` or `cuda`.
+        batch_size: frames per model call, or `auto` (from free GPU memory on CUDA, 32 on the CPU).
+        workers: decoding threads feeding the model (default 2).
+        progress: called as progress(done, total).
+        precision: `fp32`, `fp16` (CUDA) or `bf16`.
+
+    Returns:
+        One `EmbedReport` per encoder.
+
+    Examples:
+        >>> import tempfile
+        >>> import perception_gap as pg
+        >>> from perception_gap.examples import example_catalog
+        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp())) as cat:
+        ...     [(r.encoder, r.embedded) for r in pg.embed_sets(cat, ["pixel"], workers=1)]
+        [('pixel', 16)]
+    """
+    from perception_gap.embed import embed_sets as _embed
+
+    return _embed(catalog, encoders, sets, device=device, batch_size=batch_size, workers=workers or 2,
+                      progress=progress, precision=precision)
 
 
 def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = None, out: PathLike | None = None,
@@ -86,13 +242,30 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
     """The whole analysis of `sim` against `real`: statistics, embeddings, gap metrics, probes, ranking, findings.
 
     Args:
+        catalog: an open, writable catalog.
+        sim: the sim set's name.
+        real: the real set's name.
         encoders: encoder names (see `list_encoders()`); None = every encoder whose weights are here.
         out: when given, write `results.json` and `report.html` into this folder.
+        device: `auto`, `cpu` or `cuda`.
+        batch_size: frames per model call, or `auto`.
+        workers: processes and decoding threads (default: all cores).
+        progress: called as progress(done, total).
+        precision: `fp32`, `fp16` (CUDA) or `bf16`.
         inception_weights: a local FID Inception v3 state dict (pytorch-fid's file): adds `res["fid"]`,
             the FID and KID of the reference implementations.
 
     Returns:
         The results.json structure: `sets`, `findings`, `encoders`, `detection` (when boxes exist), ...
+
+    Examples:
+        >>> import tempfile
+        >>> import perception_gap as pg
+        >>> from perception_gap.examples import example_catalog
+        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp())) as cat:
+        ...     res = pg.run(cat, "sim", "real", encoders=["pixel"], workers=1)
+        >>> res["findings"][0]["code"], [e["name"] for e in res["encoders"]]
+        ('channel_swap', ['pixel'])
     """
     from perception_gap.workflows.run import run_job
 
@@ -106,20 +279,42 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
 
 def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] | None = None,
            baseline: str | None = None, out: PathLike | None = None, n_boot: int = 1000, device: str = "auto",
-           workers: int | None = None, progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
-    """Which of several sim renderings (`sims`) is closest to `real`, with a paired bootstrap.
+           batch_size: int | str = 32, workers: int | None = None, progress: Progress | None = None,
+           precision: str = "fp32") -> dict[str, Any]:
+    """Which of several sim renderings (`sims`, sets of the same scenes) is closest to `real`, with a paired bootstrap.
 
     Args:
+        catalog: an open, writable catalog.
+        sims: two or more sim set names.
+        real: the real set's name.
+        encoders: encoder names; None: every available one; `[]`: raw statistics only.
         baseline: one of `sims`; `res["screen"]["passed"]` is False when another is significantly worse.
         out: when given, write `results.json` and `report.html` into this folder.
+        n_boot: bootstrap replicates over scenes.
+        device: `auto`, `cpu` or `cuda`.
+        batch_size: frames per model call, or `auto`.
+        workers: processes and decoding threads (default: all cores).
+        progress: called as progress(done, total).
+        precision: `fp32`, `fp16` (CUDA) or `bf16`.
 
     Returns:
         The results.json structure with `screen` (`ranking`, `pairwise`, `closest`, ...).
+
+    Examples:
+        >>> import tempfile
+        >>> import perception_gap as pg
+        >>> from perception_gap.examples import example_catalog
+        >>> db = example_catalog(tempfile.mkdtemp())
+        >>> with pg.open_catalog(db) as cat:  # a second rendering: the real camera's own frames
+        ...     _ = pg.index_folder(cat, db.parent / "real", "sim_bgr", "sim", workers=1)
+        ...     res = pg.screen(cat, ["sim", "sim_bgr"], "real", encoders=[], n_boot=200, workers=1)
+        >>> [r["set"] for r in res["screen"]["ranking"]]
+        ['sim_bgr', 'sim']
     """
     from perception_gap.workflows.screen import screen_job
 
     res = screen_job(catalog, sims, real, encoder_names=encoders, baseline=baseline, device=device,
-                     workers=workers, n_boot=n_boot, progress=progress, precision=precision)
+                     batch_size=batch_size, workers=workers, n_boot=n_boot, progress=progress, precision=precision)
     if out is not None:
         write_outputs(res, out)
     return res
@@ -127,55 +322,133 @@ def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] 
 
 def drift(catalog: Catalog, baseline: str, current: str, *, encoders: list[str] | None = None,
           config: PathLike | dict[str, dict[str, Any]] | None = None, out: PathLike | None = None,
-          device: str = "auto", workers: int | None = None, progress: Progress | None = None,
-          precision: str = "fp32") -> dict[str, Any]:
+          device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
+          progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
     """Gate the frames of set `current` against the stored `baseline` set.
 
     Args:
-        config: gate thresholds: a TOML file, a dict of tables as in the README, or None for the defaults.
+        catalog: an open, writable catalog (the check is recorded for `drift_history`).
+        baseline: the reference set.
+        current: the new set.
+        encoders: encoder names; None: every available one; `[]`: statistics gates only.
+        config: gate thresholds: a TOML file, a dict of tables as in the docs, or None for the defaults.
         out: when given, write `results.json` and `report.html` into this folder.
+        device: `auto`, `cpu` or `cuda`.
+        batch_size: frames per model call, or `auto`.
+        workers: processes and decoding threads (default: all cores).
+        progress: called as progress(done, total).
+        precision: `fp32`, `fp16` (CUDA) or `bf16`.
 
     Returns:
         The results.json structure with `drift` (`gates`, `passed`, `history`).
+
+    Examples:
+        >>> import tempfile
+        >>> import perception_gap as pg
+        >>> from perception_gap.examples import example_catalog
+        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp())) as cat:
+        ...     res = pg.drift(cat, "sim", "real", encoders=[], workers=1)
+        >>> res["drift"]["passed"]
+        False
     """
     from perception_gap.workflows.drift import drift_job
     from perception_gap.workflows.drift_gates import load_config
 
-    cfg = config if isinstance(config, dict) else load_config(config)
+    cfg = config if isinstance(config, dict) else load_config(None if config is None else str(config))
     res = drift_job(catalog, baseline, current, encoder_names=encoders, config=cfg, device=device,
-                    workers=workers, progress=progress, precision=precision)
+                    batch_size=batch_size, workers=workers, progress=progress, precision=precision)
     if out is not None:
         write_outputs(res, out)
     return res
 
 
-def policy_check(catalog: Catalog, sim: str, real: str, policy: str, *, preprocess: str | None = None,
-                 batch_size: int = 32) -> dict[str, Any]:
-    """Push the paired frames of sets `sim` and `real` (any source the catalog indexes) through a frozen policy.
+def drift_history(catalog: Catalog, baseline: str | None = None) -> list[dict[str, Any]]:
+    """Earlier drift checks (against `baseline`, or all), oldest first (`drift --history`).
 
     Args:
-        policy: a TorchScript file, a `torch.export` `.pt2` program, or `module:function`.
-        preprocess: optional `module:function` called on each batch as fn(images, proprio).
-        batch_size: frames per policy call.
+        catalog: an open catalog.
+        baseline: only the checks against this set; None: all.
 
     Returns:
-        The results.json structure with `policy_check` (`per_dim`, `n_pairs`, `skipped`, ...) and `findings`.
+        One dict per check: `run_id`, `started_at`, `baseline`, `current`, `passed`, `failed` (gate names), ...
+
+    Examples:
+        >>> import tempfile, pathlib
+        >>> import perception_gap as pg
+        >>> with pg.open_catalog(pathlib.Path(tempfile.mkdtemp()) / "gap.duckdb") as cat:
+        ...     pg.drift_history(cat)
+        []
     """
-    from perception_gap.workflows.policy_check import policy_check_job
+    from perception_gap.workflows.drift import drift_history as _history
 
-    return policy_check_job(catalog, sim, real, policy, preprocess=preprocess, batch_size=batch_size)
+    return _history(catalog, baseline)
 
 
-def list_encoders() -> list[dict[str, Any]]:
-    """Registered encoders: `name`, `family`, `dim`, `weights_available` (loads no model)."""
-    from perception_gap import encoders
+def run_demo(out: PathLike, *, inject: str | None = None, encoders: list[str] | None = None,
+         workers: int | None = None) -> dict[str, Any]:
+    """Build the built-in paired MuJoCo demo (sim renders and the same states through a camera model), run it.
 
-    return [{"name": i.name, "family": i.family, "dim": i.dim, "weights_available": i.weights_available}
-            for i in encoders.describe_encoders()]
+    Writes the data under `out/data`, the catalog `out/perception_gap.duckdb` (rebuilt each time)
+    and `out/results.json` and `out/report.html`. Needs MuJoCo; takes tens of seconds.
+
+    Args:
+        out: the output folder.
+        inject: one plumbing fault to add (a finding code, e.g. `channel_swap`; see `perception_gap.demo.INJECTIONS`).
+        encoders: encoder names for the run; None: every available one.
+        workers: processes and decoding threads (default: all cores).
+
+    Returns:
+        The results of `run` on the demo's sets, with their boxes (detection) attached.
+
+    Examples:
+        >>> from perception_gap.demo import INJECTIONS
+        >>> "channel_swap" in INJECTIONS
+        True
+        >>> import perception_gap as pg
+        >>> res = pg.run_demo("demo_out", inject="channel_swap", encoders=["pixel"])  # doctest: +SKIP
+        >>> res["findings"][0]["code"]  # doctest: +SKIP
+        'channel_swap'
+    """
+    from perception_gap.demo import INJECTIONS, build_demo
+
+    if inject is not None and inject not in INJECTIONS:
+        raise InputError(f"Expected `inject` in {', '.join(INJECTIONS)}, got {inject!r}.")
+    folder = Path(out)
+    files = build_demo(folder / "data", inject=inject)
+    db = folder / DEFAULT_DB
+    db.unlink(missing_ok=True)  # the demo rebuilds its data: a fresh catalog
+    with open_catalog(db) as cat:
+        index_manifest(cat, files.manifest, workers=workers)
+        attach_masks(cat, files.sim_masks, files.sim_set, categories=files.mask_categories)
+        for path, set_name, source in ((files.sim_coco, files.sim_set, "colour-detector"),
+                                       (files.real_coco, files.real_set, "colour-detector"),
+                                       (files.real_gt_coco, files.real_set, "gt")):
+            if path is not None:
+                attach_coco(cat, path, set_name, source)
+        return run(cat, files.sim_set, files.real_set, encoders=encoders, workers=workers, out=folder)
 
 
 def load_results(path: PathLike) -> dict[str, Any]:
-    """A `results.json` written by `run`, `screen`, `drift` or `stats --json` (a file, or the folder holding it)."""
+    """A `results.json` written by any command or by `write_outputs` (a file, or the folder holding it).
+
+    Args:
+        path: the file, or its folder.
+
+    Returns:
+        The results as written.
+
+    Raises:
+        InputError: no such file, or not JSON.
+
+    Examples:
+        >>> import tempfile
+        >>> import perception_gap as pg
+        >>> from perception_gap.examples import write_examples
+        >>> files = write_examples(tempfile.mkdtemp())
+        >>> _ = pg.latency(files.ticks, fps=20, out=files.root / "latency")
+        >>> pg.load_results(files.root / "latency")["latency"]["n_ticks"]
+        40
+    """
     p = Path(path)
     if p.is_dir():
         p = p / "results.json"
@@ -188,8 +461,29 @@ def load_results(path: PathLike) -> dict[str, Any]:
 
 
 def write_outputs(results: dict[str, Any], out: PathLike) -> Path:
-    """Write `results.json` and `report.html` into folder `out` (each atomically); returns the report's path."""
-    from perception_gap.commands.output import write_outputs as _write
+    """Write `results.json` and `report.html` into folder `out`, all or nothing; also re-renders a report.
 
-    _write(results, Path(out), None)
+    The report is the one of the results' kind (analysis, evaluation check, geometry check),
+    rendered from the JSON form.
+
+    Args:
+        results: results as a function here returns them, or as `load_results` reads them.
+        out: the folder (created if needed).
+
+    Returns:
+        The report's path.
+
+    Examples:
+        >>> import tempfile
+        >>> import perception_gap as pg
+        >>> from perception_gap.examples import write_examples
+        >>> files = write_examples(tempfile.mkdtemp())
+        >>> res = pg.replay(files.poses)
+        >>> pg.write_outputs(res, files.root / "replay").name
+        'report.html'
+    """
+    from perception_gap.outputs import render_for
+    from perception_gap.outputs import write_outputs as _write
+
+    _write(results, Path(out), None, render_for(results))
     return Path(out) / "report.html"

@@ -178,3 +178,15 @@ def render_evaluation(res: dict[str, Any]) -> str:
     from perception_gap.reports.evaluation import render_evaluation as render
 
     return render(res)
+
+
+def render_for(res: dict[str, Any]) -> Callable[[Any], str] | None:
+    """The report renderer of a result's kind: None (the analysis report) for `run`, `screen`, `drift`
+    and `stats` results, else the evaluation or the geometry check report."""
+    if any(k in res for k in ("encoders", "screen", "drift", "stats")):
+        return None
+    if any(k in res for k in ("rollouts", "rank_fidelity", "latency")):
+        return render_evaluation
+    if any(k in res for k in ("policy_check", "replay", "reprojection")):
+        return render_check
+    return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import re
 from pathlib import Path
@@ -98,3 +99,66 @@ def test_contract_additions_name_options_and_codes_the_engine_has():
     assert len(codes) >= 9
     for code in codes:
         assert f'"{code}"' in source, code
+
+
+API_MODULES = ("perception_gap.api", "perception_gap.api_sources", "perception_gap.api_checks")
+
+
+def test_the_api_examples_run_as_written(tmp_path, monkeypatch):
+    """Every `Examples:` block of the API is a doctest that runs offline on the small example inputs."""
+    import doctest
+    import importlib
+
+    monkeypatch.chdir(tmp_path)
+    attempted = 0
+    for name in API_MODULES:
+        res = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS, verbose=False)
+        assert res.failed == 0, f"{name}: {res.failed} of {res.attempted} examples failed (output above)"
+        attempted += res.attempted
+    assert attempted > 120
+
+
+def _commands() -> set[str]:
+    import argparse
+
+    from perception_gap import cli
+
+    (sub,) = [a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return set(sub.choices)
+
+
+def test_every_command_has_a_typed_api_function_with_an_example():
+    from perception_gap import api
+
+    assert set(api.COMMANDS) == _commands()
+    for command, name in api.COMMANDS.items():
+        fn = getattr(pg, name)
+        assert name in pg.__all__ and fn is getattr(api, name), command
+        assert fn.__annotations__.get("return") is not None, name
+        assert "Examples:" in fn.__doc__ and ">>> " in fn.__doc__, name
+        assert ("Args:" in fn.__doc__) == bool(inspect.signature(fn).parameters), name
+    assert set(pg.__all__) - {"__version__"} == set(api.__all__)
+
+
+def test_api_names_are_not_shadowed_by_submodules():
+    """`pg.NAME` stays the API function after `perception_gap.NAME` is imported: no submodule has its name."""
+    import pkgutil
+
+    submodules = {m.name for m in pkgutil.iter_modules(pg.__path__)}
+    assert {"embed", "demo", "catalog"} <= submodules
+    assert not submodules & set(pg.__all__)
+
+
+def test_the_api_does_not_import_the_command_layer():
+    """api.py and its parts reach the library's jobs, never perception_gap.commands or the CLI (at any depth)."""
+    from test_layout import _graph
+
+    graph = _graph()
+    seen, todo = set(), list(API_MODULES)
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(graph.get(m, ()))
+    assert "perception_gap.workflows.checks" in seen and "perception_gap.evaluation.jobs" in seen
+    assert not {m for m in seen if m.startswith(("perception_gap.commands", "perception_gap.cli"))}
