@@ -42,7 +42,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% elif kind == "drift" %}<h1>Drift check: <span class="mono">{{ drift.current }}</span> against baseline <span class="mono">{{ drift.baseline }}</span></h1>
 {% else %}<h1>Sim-to-real gap: <span class="mono">{{ sim }}</span> vs <span class="mono">{{ real }}</span></h1>{% endif %}
 <p class="muted">perception-gap {{ version }}{% if run_id is not none %} &middot; run {{ run_id }}{% endif %}</p>
-<nav class="muted">{% if screen %}<a href="#screen">Screening</a>{% endif %}{% if drift %}<a href="#drift">Gates</a>{% endif %}<a href="#findings">Findings</a>{% if maps %}<a href="#maps">Maps</a>{% endif %}{% if kind == "run" %}<a href="#encoders">Encoders</a>{% endif %}<a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a></nav>
+<nav class="muted">{% if screen %}<a href="#screen">Screening</a>{% endif %}{% if drift %}<a href="#drift">Gates</a>{% endif %}<a href="#findings">Findings</a>{% if kind == "run" %}<a href="#encoders">Encoders</a>{% endif %}{% if maps %}<a href="#maps">Maps</a>{% endif %}<a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a></nav>
 
 <section id="verdict">
 {% if verdict %}
@@ -108,8 +108,6 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% endfor %}
 {% if findings_more %}<p class="muted">&hellip; {{ findings_more }} more findings not shown.</p>{% endif %}
 </section>
-{% if maps %}{{ maps }}{% endif %}
-
 {% if kind == "run" %}
 <section id="encoders">
 <h2>Encoder ranking</h2>
@@ -152,6 +150,8 @@ nav a{margin-right:1em}.wide{overflow-x:auto}
 {% else %}<p>No encoder results.</p>{% endif %}
 </section>
 {% endif %}
+{# the ranking comes before the gap maps, so it is on the first screens of a run report #}
+{% if maps %}{{ maps }}{% endif %}
 
 <section id="stats">
 <h2>Per-set raw statistics</h2>

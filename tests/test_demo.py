@@ -206,8 +206,23 @@ def test_demo_after_the_gap_hunt_inputs_give_their_known_answers(clean_demo, tmp
     rep = res["reprojection"]
     assert rep["structured"] and ORBIT_DEG > 0
     codes = {f["code"] for f in res["findings"]}
-    assert {"contact_divergence", "extrinsics"} <= codes
-    assert "Reprojection" in (tmp_path / "after" / "report.html").read_text()
+    assert {"contact_divergence", "extrinsics"} <= codes and "thin_coverage" not in codes
+    html = (tmp_path / "after" / "report.html").read_text()
+    assert "Reprojection" in html
+    # coverage beside the error surface: the training starts spread evenly, the rollouts fail where the 2 deg
+    # orbit moves the start beyond the gripper's tolerance, so the failures ring the workspace where the error
+    # grows and the verdict (joined to the camera fit's `extrinsics`) is to recalibrate
+    rows = (files.root / "after" / "initial_states.csv").read_text().splitlines()
+    assert rows[0] == "x,y,z,success"
+    outcome = [r.rsplit(",", 1)[1] for r in rows[1:]]
+    cov = rep["coverage"]
+    assert (cov["n_states"], cov["n_outcomes"], cov["n_outside"]) == (480, 160, 0)
+    assert cov["n_failures"] == outcome.count("0") and 40 <= cov["n_failures"] <= 120
+    assert cov["verdict"] == "recalibrate" and cov["auc_error"] > 0.85
+    assert cov["error_failures_px"] > 1.5 * cov["error_successes_px"]
+    (ext,) = [f for f in res["findings"] if f["code"] == "extrinsics"]
+    assert ext["evidence"]["toward_failures"]["verdict"] == "recalibrate" and "recalibrate" in ext["title"]
+    assert "initial states and failures" in html
 
 
 def test_default_demo_probes_read_the_expert_action(tmp_path):

@@ -50,7 +50,7 @@ def _after(args: argparse.Namespace, files: Any, db: str, out_dir: Path) -> int:
     dest = out_dir / "after"
     checks = {"policy_check": ["policy-check", "--policy", str(after.policy), "--sim", files.sim_set,
                                "--real", files.real_set, "--db", db],
-              "replay": ["replay", str(after.replay)], "reprojection": ["reprojection", str(after.cameras)]}
+              "replay": ["replay", str(after.replay)], "reprojection": ["reprojection", str(after.cameras), "--initial-states", str(after.initial_states)]}
     merged: dict = {"findings": []}
     say(args, "\nafter the gap hunt: policy-check, replay, reprojection on the demo's inputs")
     for section, argv in checks.items():

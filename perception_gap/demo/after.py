@@ -9,6 +9,12 @@
   converted from MuJoCo's camera axes to OpenCV's) and a "real" calibration of it that agrees at
   the workspace centre but orbits it by 2° about the vertical, with mild barrel distortion, over
   the table's workspace, for `reprojection`.
+- `initial_states.csv` (x, y, z, success): the training initial states of the gripper, spread
+  evenly over the workspace at grasp height (no outcome), and real rollouts from starts drawn the
+  same way, each a failure when the miscalibrated camera puts its start farther off than the
+  gripper's tolerance (about 4 mm: the 2° orbit moves a point r from the centre by 2 r sin 1°),
+  for `reprojection --initial-states`: the failures ring the workspace where the error grows, so
+  the demo's verdict is to recalibrate, not to collect more data.
 Pure file generation: no catalog, no printing.
 """
 
@@ -29,15 +35,21 @@ IMPACT_M = 0.003
 SLIP_M_PER_STEP = 0.002
 ORBIT_DEG = 2.0
 GRID_CENTRE = (0.0, 0.0, 0.1)
+N_TRAINING_STATES = 320
+N_ROLLOUTS = 160
+STATE_BOX = ((-0.18, -0.13, 0.12), (0.18, 0.13, 0.18))  # where starts are drawn: the table at grasp height, metres
+TOLERANCE_M = 0.004  # the gripper's mean lateral tolerance; each rollout draws its own (sd TOLERANCE_SD_M)
+TOLERANCE_SD_M = 0.0005
 
 
 @dataclass(frozen=True)
 class AfterFiles:
-    """Paths of the demo's policy (TorchScript), replay log (CSV) and camera models (JSON)."""
+    """Paths of the demo's policy (TorchScript), replay log (CSV), camera models (JSON) and initial states (CSV)."""
 
     policy: Path
     replay: Path
     cameras: Path
+    initial_states: Path
 
 
 def demo_cameras(size: tuple[int, int]) -> dict:
@@ -84,9 +96,28 @@ def _replay_rows(rng: np.random.Generator, n_episodes: int) -> list[dict]:
     return rows
 
 
+def calibration_offset_m(xyz: np.ndarray) -> np.ndarray:
+    """(M,) distance in metres between where the sim and the "real" calibration put each (M, 3) point:
+    the 2° orbit about the vertical through GRID_CENTRE moves a point r from that axis by 2 r sin 1°."""
+    r = np.hypot(xyz[:, 0] - GRID_CENTRE[0], xyz[:, 1] - GRID_CENTRE[1])
+    return 2.0 * r * math.sin(math.radians(ORBIT_DEG) / 2)
+
+
+def _initial_state_rows(rng: np.random.Generator) -> list[dict]:
+    """Training starts (no outcome) and rollouts that fail where the calibration error exceeds the tolerance."""
+    lo, hi = np.asarray(STATE_BOX[0]), np.asarray(STATE_BOX[1])
+    train = rng.uniform(lo, hi, (N_TRAINING_STATES, 3))
+    starts = rng.uniform(lo, hi, (N_ROLLOUTS, 3))
+    success = calibration_offset_m(starts) < rng.normal(TOLERANCE_M, TOLERANCE_SD_M, N_ROLLOUTS)
+    rows = [{"x": round(float(p[0]), 4), "y": round(float(p[1]), 4), "z": round(float(p[2]), 4), "success": ""}
+            for p in train]
+    return rows + [{"x": round(float(p[0]), 4), "y": round(float(p[1]), 4), "z": round(float(p[2]), 4),
+                    "success": int(ok)} for p, ok in zip(starts, success)]
+
+
 def build_after_inputs(root: Path, *, size: tuple[int, int] = (160, 120), n_episodes: int = 4,
                        seed: int = 0) -> AfterFiles:
-    """Write the policy, the replay log and the camera models into `root/after/`."""
+    """Write the policy, the replay log, the camera models and the initial states into `root/after/`."""
     from perception_gap.encoders.policy import save_linear_policy
 
     out = Path(root) / "after"
@@ -103,4 +134,9 @@ def build_after_inputs(root: Path, *, size: tuple[int, int] = (160, 120), n_epis
         w.writerows(rows)
     cameras = out / "cameras.json"
     cameras.write_text(json.dumps(demo_cameras(size), indent=1), encoding="utf-8")
-    return AfterFiles(policy, replay, cameras)
+    states = out / "initial_states.csv"
+    with states.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=["x", "y", "z", "success"])
+        w.writeheader()
+        w.writerows(_initial_state_rows(rng))
+    return AfterFiles(policy, replay, cameras, states)
