@@ -134,5 +134,6 @@ def screen_verdict(scr: Mapping[str, Any]) -> dict[str, Any]:
                   + (f" (significantly farther from real: {worse})" if word == FAIL else ""))
         if word == FAIL:
             severity = "gap"
+            action += f" Do not adopt {worse} as it is: it moves sim away from real."
     return {"severity": word or "result", "sev_class": "none" if word == PASS else severity, "code": "screen",
             "title": title, "action": action, "see_maps": False}

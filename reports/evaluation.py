@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import MISSING, ci, compact, labelled, num, signed
-from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _ok, _png
+from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _ok, _png, legend_beside
 
 MAX_ROWS = 60
 
@@ -33,12 +33,12 @@ def interval_bars(groups: Sequence[Mapping[str, Any]]) -> Markup | None:
         ax.errorbar([g["rate"]], [y], xerr=[[g["rate"] - lo], [hi - g["rate"]]], fmt="o", capsize=3,
                     color=SIM_COLOR if g["domain"] == "sim" else REAL_COLOR)
     ax.set_yticks(range(len(keys)), [_label(k, 32) for k in keys])
-    ax.invert_yaxis()
+    ax.set_ylim(len(keys) - 0.5, -0.5)  # first row on top; each row's two marks well inside the axes
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("success rate (bars: confidence interval)")
     ax.plot([], [], "o", color=SIM_COLOR, label="sim")
     ax.plot([], [], "o", color=REAL_COLOR, label="real")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes, never on a bar
+    legend_beside(ax, 8)
     return _png(fig)
 
 
@@ -73,8 +73,8 @@ def latency_histogram(sample: Sequence[Any], tick_ms: Any) -> Markup | None:
     ax = fig.add_subplot()
     ax.hist(v, bins=40, color=REAL_COLOR, alpha=0.8)
     if _ok(tick_ms):
-        ax.axvline(float(tick_ms), color="#c0392b", lw=1.5, label=f"tick {float(tick_ms):.1f} ms")
-        ax.legend(fontsize=8)
+        ax.axvline(float(tick_ms), color="#c0392b", lw=1.5, label=f"tick {num(float(tick_ms))} ms")
+        legend_beside(ax, 8)
     ax.set_xlabel("end-to-end latency (ms)")
     ax.set_ylabel("ticks")
     return _png(fig)

@@ -254,3 +254,17 @@ def test_thumbnail_keeps_orientation_aspect_and_colours(tmp_path):
                                    ((2, 20, 5, 70), a[10, 10])):
         np.testing.assert_allclose(t[r0:r1, c0:c1].reshape(-1, 3).mean(0), want, atol=8)
     assert thumbnail(str(tmp_path / "missing.png")) is None
+
+
+def test_scatter_labels_are_not_clipped_by_the_figure_edge(monkeypatch):
+    """The SVG is written at the figure's own size (not cropped to what is drawn), so every axis
+    label, tick label and the title must lie inside the figure."""
+    from perception_gap.reports import scatter
+
+    figs = []
+    original = scatter._figure
+    monkeypatch.setattr(scatter, "_figure", lambda *a: figs.append(original(*a)) or figs[-1])
+    gap_vs_probe(ENCODERS)
+    (fig,) = figs
+    box = fig.get_tightbbox(fig.canvas.get_renderer())  # inches, of everything drawn
+    assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.get_figwidth() and box.y1 <= fig.get_figheight()

@@ -40,3 +40,29 @@ def test_percent_points_stops_and_factors_read_right_for_both_signs():
     assert stops(1.09) == "1.09 stops brighter (luminance 213% of the other's)"
     assert times(1001.2) == "1,000x" and times(0.47) == "0.47x" and times(math.nan) == MISSING
     assert (signed(0.12), signed(-0.12), signed(0)) == ("+0.12", "-0.12", "0")
+
+
+def test_gate_words_one_each():
+    from perception_gap.wording import FAIL, PASS, SKIP, gate_word
+
+    assert [gate_word(x) for x in ("passed", "failed", "skipped", True, False)] == [PASS, FAIL, SKIP, PASS, FAIL]
+    assert (PASS, FAIL, SKIP) == ("PASS", "FAIL", "SKIP")
+
+
+def test_white_balance_action_names_only_the_gains_that_moved():
+    """Red gained 1.25x in 8-bit values (1.25**2.2 in linear light), blue and green untouched: the
+    action asks for R/G only, at the gain the title states, never for a ±0% on B/G."""
+    import numpy as np
+
+    from tests.test_plumbing import image_set, run
+    from tests.test_unpaired_colour import _warm_scenes
+
+    real = _warm_scenes(3, 12)
+    sim = [np.clip(a.astype(float) * np.array([1.25, 1.0, 1.0]), 0, 255).astype(np.uint8) for a in real]
+    keys = [f"k{i}" for i in range(12)]
+    (wb,) = [f for f in run(image_set("s", "sim", sim, keys=keys), image_set("r", "real", real, keys=keys))
+             if f.code == "white_balance"]
+    gain = float(wb.evidence["gain_r_sim_over_real"])
+    assert gain == pytest.approx(1.25 ** 2.2, rel=0.05) and "B/G gain x1.00" in wb.title
+    assert f"at least ±{pct(gain - 1)} on R/G, or match" in wb.action
+    assert "B/G" not in wb.action and "0%" not in wb.action
