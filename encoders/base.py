@@ -113,6 +113,10 @@ class EncoderInfo:
     weights_available: bool
     weights: str
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "family": self.family, "dim": self.dim, "preprocessing": self.preprocessing.to_dict(),
+                "weights_available": self.weights_available, "weights": self.weights}
+
 
 class Encoder(ABC):
     """An image encoder: uint8 RGB images -> float32 embeddings of width `dim`.

@@ -197,8 +197,7 @@ def list_encoders() -> list[dict[str, Any]]:
     """
     from perception_gap import encoders
 
-    return [{"name": i.name, "family": i.family, "dim": i.dim, "preprocessing": i.preprocessing.to_dict(),
-             "weights_available": i.weights_available, "weights": i.weights} for i in encoders.describe_encoders()]
+    return [i.to_dict() for i in encoders.describe_encoders()]
 
 
 def embed_sets(catalog: Catalog, encoders: list[str], sets: list[str] | None = None, *, device: str = "auto",

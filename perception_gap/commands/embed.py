@@ -14,9 +14,7 @@ def execute_encoders(args: argparse.Namespace) -> int:
     check_outputs(json_path=args.json)
     infos = encoders.describe_encoders()
     if args.json:
-        atomic_write_text(Path(args.json), dumps([
-            {"name": i.name, "family": i.family, "dim": i.dim, "preprocessing": i.preprocessing.to_dict(),
-             "weights_available": i.weights_available, "weights": i.weights} for i in infos]))
+        atomic_write_text(Path(args.json), dumps([i.to_dict() for i in infos]))
     if not args.quiet:
         print(f"{'name':<20} {'family':<9} {'dim':>5}  {'input':<8} {'resize':<22} {'mean / std':<34} weights")
         for i in infos:

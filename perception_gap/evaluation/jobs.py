@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from perception_gap.findings import Finding
-from perception_gap.ingest.tables import read_columns
+from perception_gap.ingest.tables import read_columns, read_table
 from perception_gap.version import __version__
 
 _SEVERITY_ORDER = {"bug": 0, "gap": 1, "info": 2}
@@ -79,7 +79,9 @@ def latency_job(path: str | Path, fps: float, *, stages: list[str] | None = None
     """`latency FILE --fps HZ`: per-stage and end-to-end percentiles, `latency_budget`, `max_p95_ms` gate."""
     from perception_gap.evaluation.latency import analyze_latency, latency_findings
 
-    res = analyze_latency(read_columns(path, "FILE"), fps, stages=stages, unit=unit)
+    table = read_table(path, "FILE")
+    table.require(stages or ())  # named stages: a missing one is a missing column, as in every table
+    res = analyze_latency(table.columns, fps, stages=stages, unit=unit)
     return _results("latency", path, res.to_dict(), latency_findings(res),
                     [_gate("max_p95_ms", res.end_to_end["p95"], max_p95_ms, True)],
                     {"fps": fps, "unit": unit, "stages": list(res.stage_order)})
