@@ -1,30 +1,79 @@
-"""Cluster-bootstrap confidence intervals of an arbitrary sim-vs-real statistic (centred percentile).
+"""Cluster bootstrap: replicates of a statistic and their centred percentile interval.
 
-`N_BOOT` (200) replicates, each seeing at most `BOOT_MAX_SAMPLES` (5,000) frames per side.
-The centroid distance has its own, far cheaper interval (`centroid_distance_ci`).
+Every cluster bootstrap of the project draws with `metrics.resampling.cluster_counts` and reads
+its interval with `centred_ci`: `bootstrap_ci` here (any sim-vs-real statistic of embeddings),
+the centroid distance and probe intervals, the drift gates (`cluster_replicates` on each side,
+or on both at once when frames pair) and the rendering screen (one draw shared by every set).
+
+`bootstrap_ci` draws `N_BOOT` (200) replicates, each seeing at most `BOOT_MAX_SAMPLES` (5,000)
+frames per side. The centroid distance computes its replicates far more cheaply from per-cluster
+sums (`centroid_distance_ci`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
 from perception_gap.errors import InputError, InsufficientData
-from perception_gap.metrics.resampling import bootstrap_units, unit_weights
+from perception_gap.metrics.resampling import bootstrap_units, frame_rows, unit_weights
 from perception_gap.metrics.results import CI
 from perception_gap.metrics.validation import check_int, check_level, check_pair, make_rng
 
 N_BOOT = 200
+
+T = TypeVar("T")
 BOOT_MAX_SAMPLES = 5_000
 
 
 def centred_ci(reps: np.ndarray, estimate: float, level: float) -> tuple[float, float, float]:
-    """(low, high, bias) of the replicates shifted so their median is the estimate (see `CI`)."""
+    """The interval of every cluster bootstrap here: the replicates' percentile interval shifted so
+    that their median falls on the estimate (see `CI`).
+
+    Args:
+        reps: (n_boot,) replicate values, finite.
+        estimate: the point estimate on the full data.
+        level: coverage in (0, 1).
+
+    Returns:
+        (low, high, bias): estimate - (median - q_a), estimate + (q_1-a - median), and
+        median - estimate, with q the replicates' quantiles (numpy's linear interpolation) and
+        a = (1 - level) / 2.
+    """
     a = (1.0 - level) / 2.0
     q_lo, med, q_hi = np.quantile(reps, [a, 0.5, 1.0 - a])
     return estimate - float(med - q_lo), estimate + float(q_hi - med), float(med - estimate)
+
+
+def cluster_replicates(statistic: Callable[[np.ndarray], T], labels: np.ndarray,
+                       counts: np.ndarray) -> list[T | None]:
+    """A statistic of each replicate of a cluster bootstrap, given the frames' draw counts.
+
+    Args:
+        statistic: (N,) times each frame is drawn -> value (`WeightedMedian` is one; `on_rows`
+            makes one of a statistic of the drawn rows).
+        labels: (N,) cluster label per frame, in 0..G-1.
+        counts: (n_boot, G) draws of `cluster_counts`; a paired bootstrap passes the same counts
+            for both sides, labelled in one numbering.
+
+    Returns:
+        n_boot values; None for a replicate that draws no frame of these.
+    """
+    out: list[T | None] = []
+    for c in counts:
+        w = c[labels]
+        out.append(statistic(w) if w.any() else None)
+    return out
+
+
+def on_rows(statistic: Callable[[np.ndarray], T], values: np.ndarray) -> Callable[[np.ndarray], T]:
+    """`statistic(values[rows])` as a function of the frames' draw counts, for `cluster_replicates`
+    (rows in frame order, each repeated as often as drawn: `frame_rows`)."""
+    idx = np.arange(len(values))
+    return lambda w: statistic(values[np.repeat(idx, w)])
 
 
 def bootstrap_ci(statistic: Callable[[np.ndarray, np.ndarray], float], emb_sim: np.ndarray, emb_real: np.ndarray, *,
@@ -76,7 +125,7 @@ def bootstrap_ci(statistic: Callable[[np.ndarray, np.ndarray], float], emb_sim: 
     capped = False
     for _ in range(n_boot):
         w = unit_weights(units, rng)
-        idx_s, idx_r = np.repeat(np.arange(len(sim)), w[units.sim]), np.repeat(np.arange(len(real)), w[units.real])
+        idx_s, idx_r = frame_rows(units.sim, w), frame_rows(units.real, w)
         if len(idx_s) < 2 or len(idx_r) < 2:  # a paired draw can miss one side's own blocks
             continue
         if len(idx_s) > max_samples:

@@ -124,7 +124,40 @@ def resample_clusters(labels: np.ndarray, *, random_state: int | np.random.Gener
 
 def resample_labels(labels: np.ndarray, g: int, rng: np.random.Generator) -> np.ndarray:
     """`resample_clusters` on labels already numbered 0..g-1."""
-    counts = np.bincount(rng.integers(g, size=g), minlength=g)
+    return frame_rows(labels, cluster_counts(g, 1, rng)[0])
+
+
+def cluster_counts(n_units: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """The draws of a cluster bootstrap: (n_boot, n_units) times each unit is drawn in each replicate.
+
+    A replicate draws `n_units` units with replacement, uniformly. Every cluster bootstrap of the
+    project draws through this function, so one seed gives one stream of replicates: drawing
+    n_boot replicates at once equals drawing them one by one (`n_boot=1` per call) from the same
+    generator.
+
+    Args:
+        n_units: clusters (episodes, blocks, scenes) to draw from, >= 1.
+        n_boot: replicates.
+        rng: the generator the draws come from.
+
+    Returns:
+        (n_boot, n_units) int64 counts; each row sums to n_units.
+    """
+    draws = rng.integers(n_units, size=(n_boot, n_units))
+    flat = (draws + n_units * np.arange(n_boot)[:, None]).ravel()
+    return np.bincount(flat, minlength=n_boot * n_units).reshape(n_boot, n_units)
+
+
+def frame_rows(labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The frames of one replicate: each frame's index repeated as often as its cluster was drawn.
+
+    Args:
+        labels: (N,) unit label per frame, in 0..G-1.
+        counts: (G,) times each unit is drawn (one row of `cluster_counts`).
+
+    Returns:
+        Frame indices in frame order.
+    """
     return np.repeat(np.arange(len(labels)), counts[labels])
 
 
@@ -286,11 +319,10 @@ def unit_weights(units: Units, rng: np.random.Generator) -> np.ndarray:
     its own units as it has (the same random stream as `resample_labels` side by side).
     """
     if units.paired:
-        return np.bincount(rng.integers(units.n_units, size=units.n_units), minlength=units.n_units)
+        return cluster_counts(units.n_units, 1, rng)[0]
     g_s = int(units.sim.max()) + 1
     g_r = units.n_units - g_s
-    return np.r_[np.bincount(rng.integers(g_s, size=g_s), minlength=g_s),
-                 np.bincount(rng.integers(g_r, size=g_r), minlength=g_r)]
+    return np.r_[cluster_counts(g_s, 1, rng)[0], cluster_counts(g_r, 1, rng)[0]]
 
 
 def bootstrap_units(episodes_sim: Sequence[Hashable] | None, episodes_real: Sequence[Hashable] | None,

@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from perception_gap.errors import InputError, InsufficientData
-from perception_gap.metrics.resampling import WeightedMedian
+from perception_gap.metrics.bootstrap import centred_ci, cluster_replicates, on_rows
+from perception_gap.metrics.resampling import WeightedMedian, check_pairs, cluster_counts, resampling_labels
 from perception_gap.statistics.image import ImageStats
 
 N_BOOT = 1000
@@ -182,22 +183,19 @@ def skipped(name: str, threshold: float, reason: str) -> Gate:
     return Gate(name=name, value=None, threshold=threshold, passed=True, status="skipped", reason=reason)
 
 
+def _side_replicates(values: np.ndarray, labels: np.ndarray, counts: np.ndarray, stat,
+                     median: bool) -> list[np.ndarray | None]:
+    """Replicates of stat(values[rows]) under the cluster draws `counts` (`median`: stat is the
+    column median, read by `WeightedMedian` from the draw counts without copying rows)."""
+    return cluster_replicates(WeightedMedian(values) if median else on_rows(stat, values), labels, counts)
+
+
 def _cluster_resample_stat(values: np.ndarray, labels: np.ndarray, stat, n_boot: int,
                            rng: np.random.Generator, median: bool = False) -> np.ndarray:
-    """(n_boot, ...) replicates of stat(values[rows]) with whole clusters drawn with replacement
-    (`median`: stat is the column median, computed by `WeightedMedian` from the same draws)."""
+    """(n_boot, ...) replicates of stat(values[rows]) with whole clusters drawn with replacement."""
     g = int(labels.max()) + 1
-    if median:
-        wm = WeightedMedian(values)
-        reps = (wm(np.bincount(rng.integers(g, size=g), minlength=g)[labels]) for _ in range(n_boot))
-        return np.asarray([r if r is not None else np.full(values.shape[1], np.nan) for r in reps])
-    groups = [np.flatnonzero(labels == k) for k in range(g)]
-    out = []
-    for _ in range(n_boot):
-        pick = rng.integers(len(groups), size=len(groups))
-        rows = np.concatenate([groups[i] for i in pick])
-        out.append(stat(values[rows]))
-    return np.asarray(out)
+    reps = _side_replicates(values, labels, cluster_counts(g, n_boot, rng), stat, median)
+    return np.asarray([r if r is not None else np.full(values.shape[1], np.nan) for r in reps])
 
 
 def _paired_resample_stat(base: np.ndarray, cur: np.ndarray, base_labels: np.ndarray, pairs: np.ndarray, stat,
@@ -205,48 +203,24 @@ def _paired_resample_stat(base: np.ndarray, cur: np.ndarray, base_labels: np.nda
     """Replicates of stat on both sides when current frames match baseline frames (pairs (P, 2) of
     (i_base, i_cur)): a paired current frame belongs to its baseline twin's cluster, unpaired ones
     to clusters of their own, and one draw of clusters serves both sides, so the scenes shared by
-    both sides cancel in the difference."""
-    from perception_gap.metrics.resampling import check_pairs
-
+    both sides cancel in the difference. A replicate that draws no frame of a side is left out."""
     p = check_pairs(pairs, len(base), len(cur))
     g_b = int(base_labels.max()) + 1
     cur_labels = np.full(len(cur), -1)
     cur_labels[p[:, 1]] = base_labels[p[:, 0]]
     lone = cur_labels < 0  # unpaired current frames: one cluster each, numbered after the baseline's
     cur_labels[lone] = g_b + np.arange(int(lone.sum()))
-    g = g_b + int(lone.sum())
-    out_b, out_c = [], []
-    if median:
-        wm_b, wm_c = WeightedMedian(base), WeightedMedian(cur)
-        for _ in range(n_boot):
-            w = np.bincount(rng.integers(g, size=g), minlength=g)
-            rb, rc = wm_b(w[base_labels]), wm_c(w[cur_labels])
-            if rb is not None and rc is not None:
-                out_b.append(rb)
-                out_c.append(rc)
-        return np.asarray(out_b), np.asarray(out_c)
-    for _ in range(n_boot):
-        w = np.bincount(rng.integers(g, size=g), minlength=g)
-        rows_b, rows_c = np.repeat(np.arange(len(base)), w[base_labels]), np.repeat(np.arange(len(cur)), w[cur_labels])
-        if len(rows_b) == 0 or len(rows_c) == 0:
-            continue
-        out_b.append(stat(base[rows_b]))
-        out_c.append(stat(cur[rows_c]))
-    return np.asarray(out_b), np.asarray(out_c)
+    counts = cluster_counts(g_b + int(lone.sum()), n_boot, rng)
+    both = [(rb, rc) for rb, rc in zip(_side_replicates(base, base_labels, counts, stat, median),
+                                       _side_replicates(cur, cur_labels, counts, stat, median))
+            if rb is not None and rc is not None]
+    return np.asarray([rb for rb, _ in both]), np.asarray([rc for _, rc in both])
 
 
 def _labels(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
     """Bootstrap clusters: episodes, or contiguous blocks within them when there are fewer than
     `MIN_EPISODES` (a one-episode side would otherwise give every replicate the same value)."""
-    from perception_gap.metrics.resampling import resampling_labels
-
     return resampling_labels(episodes, n)
-
-
-def _interval(reps: np.ndarray, estimate: float, level: float) -> tuple[float, float]:
-    a = (1 - level) / 2
-    lo, med, hi = np.quantile(reps, [a, 0.5, 1 - a])
-    return estimate - float(med - lo), estimate + float(hi - med)  # centred on the estimate
 
 
 def shift_gate(name: str, base: np.ndarray, cur: np.ndarray, base_eps: Sequence[Hashable] | None,
@@ -282,7 +256,7 @@ def shift_gate(name: str, base: np.ndarray, cur: np.ndarray, base_eps: Sequence[
     per = {}
     failed_cols = []
     for c in range(base.shape[1]):
-        lo, hi = _interval(reps[:, c], float(est[c]), ci)
+        lo, hi, _ = centred_ci(reps[:, c], float(est[c]), ci)
         per[cols[c]] = {"change": float(est[c]), "low": lo, "high": hi}
         if lo > threshold or (not one_sided and hi < -threshold):
             failed_cols.append(cols[c])

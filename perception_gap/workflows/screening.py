@@ -34,7 +34,7 @@ from perception_gap.errors import InputError, InsufficientData
 from perception_gap.metrics.bootstrap import centred_ci
 from perception_gap.metrics.centroid import DEFAULT_N_COMPONENTS, cluster_stats, normed, scaled_distance
 from perception_gap.metrics.projection import Rows, fit_projection
-from perception_gap.metrics.resampling import episode_blocks, few_clusters
+from perception_gap.metrics.resampling import cluster_counts, episode_blocks, few_clusters
 from perception_gap.statistics.image import ImageStats
 
 N_BOOT = 1_000
@@ -99,15 +99,12 @@ def _blocks_if_few(label_of: dict[str, Hashable]) -> dict[str, Hashable]:
     return dict(zip(label_of, episode_blocks(labels)))
 
 
-def _weights(draws: np.ndarray, g: int) -> np.ndarray:
-    return np.bincount(draws, minlength=g).astype(np.float64)
-
-
 def view_distances(view: str, embs: dict[str, np.ndarray], clusters: dict[str, Sequence[Hashable]], real: str, *,
                    n_components: int = DEFAULT_N_COMPONENTS, draws: np.ndarray,
                    labels_index: dict[Hashable, int], random_state: int = 0) -> ViewDistances:
     """Normalized centroid distance of every sim set to `real` in one shared projection, and its
-    replicates under the shared cluster draws `draws` (n_boot, G) of cluster indices."""
+    replicates under the shared cluster draws `draws` (n_boot, G): times each cluster is drawn
+    in each replicate (`shared_draws`)."""
     names = list(embs)
     for n in names:
         if len(embs[n]) < 2:
@@ -136,7 +133,7 @@ def view_distances(view: str, embs: dict[str, np.ndarray], clusters: dict[str, S
         parts[n] = (full_sum, full_cnt, full_min, full_max)
     reps = {s: np.full(len(draws), np.nan) for s in sims}
     for b, d in enumerate(draws):
-        w = _weights(d, g)
+        w = d.astype(np.float64)
         sel = w > 0
         cents, los, his = {}, [], []
         ok = True
@@ -159,8 +156,9 @@ def view_distances(view: str, embs: dict[str, np.ndarray], clusters: dict[str, S
 
 def shared_draws(clusters: dict[str, Sequence[Hashable]], n_boot: int = N_BOOT,
                  random_state: int = 0) -> tuple[np.ndarray, dict[Hashable, int]]:
-    """(n_boot, G) cluster draws (with replacement from the union of all clusters) and the
-    cluster -> index map; every view uses the same draws, so views can be averaged per replicate."""
+    """(n_boot, G) times each cluster is drawn in each replicate (`cluster_counts`: G draws with
+    replacement from the union of all clusters) and the cluster -> index map; every view uses the
+    same draws, so views can be averaged per replicate."""
     union: dict[Hashable, int] = {}
     for labs in clusters.values():
         for c in labs:
@@ -168,8 +166,7 @@ def shared_draws(clusters: dict[str, Sequence[Hashable]], n_boot: int = N_BOOT,
     g = len(union)
     if g < 2:
         raise InsufficientData(f"Expected at least 2 scenes (pair keys or episodes) to bootstrap, got {g}.")
-    rng = np.random.default_rng(random_state)
-    return rng.integers(g, size=(n_boot, g)), union
+    return cluster_counts(g, n_boot, np.random.default_rng(random_state)), union
 
 
 def _ci(reps: np.ndarray, estimate: float, level: float) -> dict[str, Any]:
