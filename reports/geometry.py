@@ -16,6 +16,7 @@ from markupsafe import Markup, escape
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import num
 from perception_gap.reports.plots import PALETTE, REAL_COLOR, SIM_COLOR, _figure, _png
+from perception_gap.wording import sig
 
 MAX_LAYERS = 4
 
@@ -115,7 +116,7 @@ def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
                         cmap="magma", vmin=0, vmax=vmax)
         if bad:
             ax.scatter([p[0] for p in bad], [p[1] for p in bad], marker="x", s=10, color="#999")
-        ax.set_title(f"z = {z:.3g} m", fontsize=9)
+        ax.set_title(f"z = {sig(z)} m", fontsize=9)
         ax.set_xlabel("x (m)", fontsize=8)
         ax.set_aspect("equal", adjustable="datalim")
     fig.colorbar(sc, ax=fig.axes, label="error (px)")
@@ -127,7 +128,7 @@ def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
         d = [math.dist(p, centre) for p, e in zip(pts, err) if _ok(e)]
         ax.scatter(d, vals, s=6, color="#7f8c8d")
         if d:
-            ax.plot([0, max(d)], [icpt, icpt + slope * max(d)], color="#c0392b", label=f"{slope:.3g} px/m")
+            ax.plot([0, max(d)], [icpt, icpt + slope * max(d)], color="#c0392b", label=f"{sig(slope)} px/m")
             ax.legend(fontsize=8)
         ax.set_xlabel("distance from the grid centre (m)")
         ax.set_ylabel("error (px)")
@@ -160,7 +161,7 @@ def coverage_plot(rep: Mapping[str, Any]) -> Markup | None:
         if failed:
             ax.scatter([pts[i][0] for i in failed], [pts[i][1] for i in failed], s=[8 + 40 * fails[i] / fmax for i in failed],
                        facecolors="none", edgecolors="#c0392b", label="failures")
-        ax.set_title(f"z = {z:.3g} m", fontsize=9)
+        ax.set_title(f"z = {sig(z)} m", fontsize=9)
         ax.set_xlabel("x (m)", fontsize=8)
         ax.set_aspect("equal", adjustable="datalim")
     fig.colorbar(sc, ax=fig.axes, label="initial states per cell")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from perception_gap.cli import main
+from perception_gap.wording import sig
 from tests.figures import capture, cell, html_tables, legend, lines, only, points
 from tests.test_geometry import _cam, _look_down, _rot
 
@@ -50,7 +51,7 @@ def _check_reprojection_plots(drawn, rep):
     (x, y, _, label, _), = lines(ax)
     np.testing.assert_allclose(y, rep["intercept_px"] + rep["slope_px_per_m"] * x)
     assert x[0] == 0 and x[1] == pytest.approx(dist.max())
-    assert label == f"{rep['slope_px_per_m']:.3g} px/m" and list(legend(ax)) == [label]
+    assert label == f"{sig(rep['slope_px_per_m'])} px/m" and list(legend(ax)) == [label]
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("distance from the grid centre (m)", "error (px)")
 
 

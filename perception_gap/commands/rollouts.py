@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from perception_gap.commands.output import check_outputs, fmt, write_outputs
-from perception_gap.wording import gate_word
+from perception_gap.wording import gate_word, signed
 
 
 def print_gates_and_findings(res: dict[str, Any], section: dict[str, Any], out_dir: str | None) -> None:
@@ -29,11 +29,11 @@ def _print(res: dict[str, Any], out_dir: str | None) -> None:
     print(f"{'policy':<20} {'task':<18} {'domain':<6} {'n':>6} {'succ':>6} {'rate':>6}  {level} CI ({sec['ci_method']})")
     for g in sec["groups"]:
         print(f"{g['policy'][:20]:<20} {g['task'][:18]:<18} {g['domain']:<6} {g['n']:>6} {g['successes']:>6} "
-              f"{g['rate']:>6.3f}  [{g['ci_low']:.3f}, {g['ci_high']:.3f}]")
+              f"{fmt(g['rate']):>6}  [{fmt(g['ci_low'])}, {fmt(g['ci_high'])}]")
     for c in sec["comparisons"]:
         need = c["rollouts_needed"]
-        print(f"{c['policy']}/{c['task']}: drop {c['drop']:+.3f} (sim - real), {level} CI "
-              f"[{c['drop_ci'][0]:+.3f}, {c['drop_ci'][1]:+.3f}] (Newcombe); rollouts needed: "
+        print(f"{c['policy']}/{c['task']}: drop {signed(c['drop'])} (sim - real), {level} CI "
+              f"[{signed(c['drop_ci'][0])}, {signed(c['drop_ci'][1])}] (Newcombe); rollouts needed: "
               f"sim {fmt(need['sim'])}, real {fmt(need['real'])}")
     for s in sec["skipped"]:
         print(f"skipped {s['policy']}/{s['task']}: {s['reason']}")
