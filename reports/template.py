@@ -32,7 +32,7 @@ img.plot{max-width:100%;border:1px solid #eee;margin:.3em .5em .3em 0}
 .pairs{display:grid;grid-template-columns:repeat(auto-fill,minmax(500px,1fr));gap:.6em 1.2em}
 .pair{display:grid;grid-template-columns:repeat(3,160px);gap:6px}.pair figure{margin:0;font-size:.75em;min-width:0}
 .pair img{display:block;max-width:160px}.pair figcaption{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.nw{white-space:nowrap}
-nav a{margin-right:1em}.wide{overflow-x:auto}
+nav a{margin-right:1em}.wide{overflow-x:auto}#gates td:first-child{overflow-wrap:normal;white-space:nowrap}
 #ranking td.n,#ranking table.kv th{white-space:normal}#ranking table.kv td.n{white-space:normal;overflow-wrap:anywhere}
 .maps-row{display:flex;flex-wrap:wrap;align-items:flex-start;gap:.4em 1.2em}.maps-row figure{margin:.3em 0;font-size:.8em;max-width:300px}.maps-key svg{vertical-align:middle}.see-maps{margin:.3em 0}
 </style>
