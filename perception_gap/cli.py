@@ -304,10 +304,11 @@ def _geometry_parsers(sub: argparse._SubParsersAction, common: argparse.Argument
 
     file_checks = (
         ("replay", "logged real vs open-loop sim end-effector trajectories",
-         ("Per-step translation and geodesic rotation error between real and open-loop sim end-effector poses (CSV "
-          "or JSONL rows: episode, step, domain, x, y, z, qw, qx, qy, qz, optional contact), the step where "
+         ("Per-step translation and geodesic rotation error between real and open-loop sim end-effector poses (CSV, "
+          "JSONL or Parquet rows: episode, step, domain, x, y, z, qw, qx, qy, qz, optional contact), the step where "
           "divergence starts and whether it starts at first contact. Exit 1 when --max-translation-m is crossed."),
-         "CSV or JSONL pose log", "--max-translation-m", "M", "gate: exit 1 when the mean translation error exceeds M m"),
+         "CSV, JSONL or Parquet pose log", "--max-translation-m", "M",
+         "gate: exit 1 when the mean translation error exceeds M m"),
         ("reprojection", "sim vs real camera models: reprojection error surface",
          ("Project a workspace grid through the sim and the real camera (OpenCV pinhole + k1, k2, p1, p2, k3; camera "
           "pose in the robot base frame) and measure where they disagree. Exit 1 when --max-mean-px is crossed."),
@@ -322,8 +323,8 @@ def _geometry_parsers(sub: argparse._SubParsersAction, common: argparse.Argument
         fc.add_argument("--json", help="write the results to this JSON file")
         if name == "reprojection":
             fc.add_argument("--initial-states", metavar="STATES.csv",
-                            help="training initial states (CSV columns x, y, z in metres, optional success 0/1): "
-                                 "their density and the failures on the grid beside the error surface")
+                            help="training initial states (CSV, JSONL or Parquet; columns x, y, z in metres, "
+                                 "optional success 0/1): their density and the failures on the grid beside the error surface")
         fc.set_defaults(func=_command(name))
 
 
