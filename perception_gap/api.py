@@ -11,16 +11,12 @@ after the gap hunt in `perception_gap.api_checks`; both are exported here and fr
 `perception_gap`. `perception_gap.examples` writes small inputs for every function.
 
 Examples:
-    >>> import tempfile
     >>> import perception_gap as pg
+    >>> pg.COMMANDS["rank-fidelity"]
+    'rank_fidelity'
     >>> from perception_gap.examples import write_examples
-    >>> files = write_examples(tempfile.mkdtemp())
-    >>> with pg.open_catalog(files.root / "gap.duckdb") as cat:
-    ...     _ = pg.index_folder(cat, files.sim, "sim", "sim", workers=1)
-    ...     _ = pg.index_folder(cat, files.real, "real", "real", workers=1)
-    ...     res = pg.stats(cat, "sim", "real", workers=1)
-    >>> res["findings"][0]["code"]
-    'channel_swap'
+    >>> pg.rank_fidelity(write_examples().rates)["rank_fidelity"]["passed"]
+    True
 """
 
 from __future__ import annotations
@@ -111,10 +107,9 @@ def index_folder(catalog: Catalog, root: PathLike, set_name: str, domain: str, *
         The `IndexReport` (listed, new, changed, unchanged, vanished, usable, skipped).
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
+        >>> files = write_examples()
         >>> with pg.open_catalog(files.root / "gap.duckdb") as cat:
         ...     r = pg.index_folder(cat, files.sim, "sim", "sim", workers=1)
         >>> r.new, r.usable
@@ -143,10 +138,9 @@ def index_manifest(catalog: Catalog, manifest: PathLike, *, root: PathLike | Non
         One `IndexReport` per set.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
+        >>> files = write_examples()
         >>> with pg.open_catalog(files.root / "gap.duckdb") as cat:
         ...     [(r.set_name, r.usable) for r in pg.index_manifest(cat, files.manifest, workers=1)]
         [('sim', 8), ('real', 8)]
@@ -170,10 +164,9 @@ def stats(catalog: Catalog, sim: str, real: str, *, workers: int | None = None,
         `sets`, `stats` (per set), `pairs`, `findings` (most urgent first), `config`, `version`.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp())) as cat:
+        >>> with pg.open_catalog(example_catalog()) as cat:
         ...     res = pg.stats(cat, "sim", "real", workers=1)
         >>> res["pairs"]["n_pairs"], res["findings"][0]["code"]
         (8, 'channel_swap')
@@ -221,10 +214,9 @@ def embed_sets(catalog: Catalog, encoders: list[str], sets: list[str] | None = N
         One `EmbedReport` per encoder.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp())) as cat:
+        >>> with pg.open_catalog(example_catalog()) as cat:
         ...     [(r.encoder, r.embedded) for r in pg.embed_sets(cat, ["pixel"], workers=1)]
         [('pixel', 16)]
     """
@@ -258,10 +250,9 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
         The results.json structure: `sets`, `findings`, `encoders`, `detection` (when boxes exist), ...
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp())) as cat:
+        >>> with pg.open_catalog(example_catalog()) as cat:
         ...     res = pg.run(cat, "sim", "real", encoders=["pixel"], workers=1)
         >>> res["findings"][0]["code"], [e["name"] for e in res["encoders"]]
         ('channel_swap', ['pixel'])
@@ -300,10 +291,9 @@ def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] 
         The results.json structure with `screen` (`ranking`, `pairwise`, `closest`, ...).
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> db = example_catalog(tempfile.mkdtemp())
+        >>> db = example_catalog()
         >>> with pg.open_catalog(db) as cat:  # a second rendering: the real camera's own frames
         ...     _ = pg.index_folder(cat, db.parent / "real", "sim_bgr", "sim", workers=1)
         ...     res = pg.screen(cat, ["sim", "sim_bgr"], "real", encoders=[], n_boot=200, workers=1)
@@ -342,10 +332,9 @@ def drift(catalog: Catalog, baseline: str, current: str, *, encoders: list[str] 
         The results.json structure with `drift` (`gates`, `passed`, `history`).
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp())) as cat:
+        >>> with pg.open_catalog(example_catalog()) as cat:
         ...     res = pg.drift(cat, "sim", "real", encoders=[], workers=1)
         >>> res["drift"]["passed"]
         False
@@ -372,10 +361,10 @@ def drift_history(catalog: Catalog, baseline: str | None = None) -> list[dict[st
         One dict per check: `run_id`, `started_at`, `baseline`, `current`, `passed`, `failed` (gate names), ...
 
     Examples:
-        >>> import tempfile, pathlib
         >>> import perception_gap as pg
-        >>> with pg.open_catalog(pathlib.Path(tempfile.mkdtemp()) / "gap.duckdb") as cat:
-        ...     pg.drift_history(cat)
+        >>> from perception_gap.examples import example_catalog
+        >>> with pg.open_catalog(example_catalog(), read_only=True) as cat:  # no drift check yet
+        ...     pg.drift_history(cat, baseline="real")
         []
     """
     from perception_gap.workflows.drift import drift_history as _history
@@ -440,10 +429,9 @@ def load_results(path: PathLike) -> dict[str, Any]:
         InputError: no such file, or not JSON.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
+        >>> files = write_examples()
         >>> _ = pg.latency(files.ticks, fps=20, out=files.root / "latency")
         >>> pg.load_results(files.root / "latency")["latency"]["n_ticks"]
         40
@@ -473,10 +461,9 @@ def write_outputs(results: dict[str, Any], out: PathLike) -> Path:
         The report's path.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
+        >>> files = write_examples()
         >>> res = pg.replay(files.poses)
         >>> pg.write_outputs(res, files.root / "replay").name
         'report.html'

@@ -46,10 +46,9 @@ def rollouts(path: PathLike, *, method: str = "exact", confidence: float = 0.95,
         InputError: a missing or unreadable file, a missing column, a bad cell (naming its row).
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
+        >>> files = write_examples()
         >>> res = pg.rollouts(files.rollouts, max_drop=0.2)
         >>> c = res["rollouts"]["comparisons"][0]
         >>> round(c["drop"], 2), c["significant"], res["rollouts"]["passed"]
@@ -78,10 +77,9 @@ def rank_fidelity(path: PathLike, *, n_boot: int = 2000, min_pearson: float | No
         InputError: a missing or unreadable file, a missing column, a rate outside [0, 1].
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
+        >>> files = write_examples()
         >>> mean = pg.rank_fidelity(files.rates)["rank_fidelity"]["mean"]
         >>> mean["mmrv"], round(mean["pearson"], 3)
         (0.0, 0.99)
@@ -111,10 +109,9 @@ def latency(path: PathLike, fps: float, *, stages: list[str] | None = None, unit
         InputError: a missing or unreadable file, fewer than two stages, a timestamp that is not one.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
+        >>> files = write_examples()
         >>> lat = pg.latency(files.ticks, fps=20)["latency"]
         >>> lat["stage_order"], lat["end_to_end"]["p95"]
         (['capture', 'inferred', 'actuated'], 34.0)
@@ -147,10 +144,9 @@ def policy_check(catalog: Catalog, sim: str, real: str, policy: str, *, preproce
         InputError: unknown sets, fewer than 2 pairs, a policy that cannot be loaded or fails.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp()), read_only=True) as cat:
+        >>> with pg.open_catalog(example_catalog(), read_only=True) as cat:
         ...     res = pg.policy_check(cat, "sim", "real", "perception_gap.examples:example_policy")
         >>> pc = res["policy_check"]
         >>> pc["n_pairs"], len(pc["per_dim"])
@@ -180,10 +176,9 @@ def replay(path: PathLike, *, max_translation_m: float | None = None, out: PathL
         InputError: a missing or unreadable file, a missing column, a bad row (naming it).
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
+        >>> files = write_examples()
         >>> res = pg.replay(files.poses, max_translation_m=0.005)
         >>> round(res["replay"]["translation_error"]["mean"], 4), res["replay"]["gate"]["passed"]
         (0.008, False)
@@ -214,10 +209,9 @@ def reprojection(path: PathLike, *, initial_states: PathLike | None = None, max_
         InputError: a missing or unreadable file, a bad camera, grid, point or initial state.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
+        >>> files = write_examples()
         >>> rep = pg.reprojection(files.cameras)["reprojection"]
         >>> round(rep["mean"], 3), rep["camera_fit"]["named"]
         (1.5, ['intrinsics'])

@@ -31,20 +31,18 @@ def index_video(catalog: Catalog, path: PathLike, set_name: str, domain: str, *,
         path: a video file (.mp4, .mkv, .avi, .mov, .webm) or a folder of them.
         set_name: the set to (re)index.
         domain: `sim` or `real`.
-        tags: tags for the set.
-        workers: decoding processes (default: all cores).
-        progress: called as progress(done, total).
+        tags, workers, progress: the set's tags, decoding processes (default: all cores), and a
+            callback progress(done, total).
 
     Returns:
-        The `IndexReport` (listed, new, changed, unchanged, vanished, usable, skipped).
+        The `IndexReport`; a frame is keyed by its video's content hash and its index.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
-        >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
-        >>> with pg.open_catalog(files.root / "gap.duckdb") as cat:
-        ...     pg.index_video(cat, files.video, "sim_video", "sim", workers=1).usable
+        >>> from perception_gap.examples import example_catalog
+        >>> db = example_catalog()  # the example frames, also as db.parent / "sim.mp4"
+        >>> with pg.open_catalog(db) as cat:
+        ...     pg.index_video(cat, db.parent / "sim.mp4", "sim_video", "sim", workers=1).usable
         8
     """
     from perception_gap.ingest.video import index_video as _index
@@ -64,18 +62,16 @@ def index_hdf5(catalog: Catalog, path: PathLike, camera: str, set_name: str, dom
         set_name: the set to (re)index.
         domain: `sim` or `real`.
         proprio: obs keys concatenated into proprio (e.g. `["robot0_eef_pos"]`).
-        tags: tags for the set.
-        workers: decoding processes (default: all cores).
-        progress: called as progress(done, total).
+        tags, workers, progress: the set's tags, decoding processes (default: all cores), and a
+            callback progress(done, total).
 
     Returns:
-        The `IndexReport`.
+        The `IndexReport`; a frame is keyed by the file's content hash, its dataset and its index.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
-        >>> files = write_examples(tempfile.mkdtemp())
+        >>> files = write_examples()  # the example frames, also as one demo of a robomimic file
         >>> with pg.open_catalog(files.root / "gap.duckdb") as cat:
         ...     pg.index_hdf5(cat, files.hdf5, "agentview_image", "sim_h5", "sim", proprio=["eef_pos"], workers=1).usable
         8
@@ -99,16 +95,23 @@ def index_lerobot(catalog: Catalog, root: PathLike, camera: str, set_name: str, 
         domain: `sim` or `real`.
         depth_camera: the camera feature holding depth maps, with `depth_unit`.
         depth_unit: `m`, `mm`, `cm`, `tum` or units per metre.
-        tags: tags for the set.
-        workers: decoding processes (default: all cores).
-        progress: called as progress(done, total).
+        tags, workers, progress: the set's tags, decoding processes (default: all cores), and a
+            callback progress(done, total).
 
     Returns:
-        The `IndexReport`.
+        The `IndexReport`; a frame is keyed by its video's (or Parquet file's) content hash and index.
 
     Examples:
+        A folder that is no dataset is one error naming what is missing:
+
         >>> import perception_gap as pg
-        >>> with pg.open_catalog("gap.duckdb") as cat:  # doctest: +SKIP
+        >>> from perception_gap.examples import example_catalog
+        >>> db = example_catalog()
+        >>> with pg.open_catalog(db) as cat:  # doctest: +ELLIPSIS
+        ...     pg.index_lerobot(cat, db.parent, "observation.images.top", "robot", "real")
+        Traceback (most recent call last):
+        perception_gap.errors.InputError: Expected a LeRobot dataset at '...': meta/info.json not found.
+        >>> with pg.open_catalog("gap.duckdb") as cat:  # a dataset of yours  # doctest: +SKIP
         ...     pg.index_lerobot(cat, "datasets/pick_cube", "observation.images.top", "real", "real").usable
         1200
     """
@@ -131,16 +134,21 @@ def index_rosbag(catalog: Catalog, path: PathLike, topic: str, set_name: str, do
         domain: `sim` or `real`.
         depth_topic: depth images (16UC1 mm, 32FC1 m) paired to the nearest colour frame.
         tolerance: the largest time difference that pairs depth to colour, seconds (default 0.02).
-        tags: tags for the set.
-        workers: decoding processes (default: all cores).
-        progress: called as progress(done, total).
+        tags, workers, progress: the set's tags, decoding processes (default: all cores), and a
+            callback progress(done, total).
 
     Returns:
-        The `IndexReport`.
+        The `IndexReport`; one episode per bag, a frame keyed by its bag's content hash and message index.
 
     Examples:
         >>> import perception_gap as pg
-        >>> with pg.open_catalog("gap.duckdb") as cat:  # doctest: +SKIP
+        >>> from perception_gap.examples import write_examples
+        >>> folder = write_examples().root
+        >>> with pg.open_catalog(folder / "gap.duckdb") as cat:  # doctest: +ELLIPSIS
+        ...     pg.index_rosbag(cat, folder, "/camera/color/image_raw", "robot", "real")
+        Traceback (most recent call last):
+        perception_gap.errors.InputError: Expected `--rosbag` to be ... got '...' (a folder holding no bag).
+        >>> with pg.open_catalog("gap.duckdb") as cat:  # bags of yours  # doctest: +SKIP
         ...     pg.index_rosbag(cat, "bags/run1.mcap", "/camera/color/image_raw", "real", "real").usable
         900
     """
@@ -165,10 +173,9 @@ def attach_coco(catalog: Catalog, path: PathLike, set_name: str, source: str) ->
         The `AnnotationReport` (boxes, frames, clipped, dropped, unmatched).
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> db = example_catalog(tempfile.mkdtemp())
+        >>> db = example_catalog()
         >>> with pg.open_catalog(db) as cat:
         ...     r = pg.attach_coco(cat, db.parent / "coco.json", "sim", "detector")
         >>> r.n_boxes, r.n_images
@@ -190,13 +197,12 @@ def attach_masks(catalog: Catalog, folder: PathLike, set_name: str, *,
         categories: instance id -> category name, or a JSON file of it; None: the id is the name.
 
     Returns:
-        The `AnnotationReport`.
+        The `AnnotationReport`; its `source` is `gt` (masks are ground truth).
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> db = example_catalog(tempfile.mkdtemp())
+        >>> db = example_catalog()
         >>> with pg.open_catalog(db) as cat:
         ...     r = pg.attach_masks(cat, db.parent / "masks", "sim", categories={1: "box"})
         >>> r.n_boxes, r.source
@@ -220,10 +226,9 @@ def list_sets(catalog: Catalog) -> list[SetSummary]:
         One `SetSummary` per set (`to_dict()` for its JSON form).
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp()), read_only=True) as cat:
+        >>> with pg.open_catalog(example_catalog(), read_only=True) as cat:
         ...     [(s.name, s.domain, s.usable) for s in pg.list_sets(cat)]
         [('real', 'real', 8), ('sim', 'sim', 8)]
     """
@@ -239,10 +244,9 @@ def rename_set(catalog: Catalog, old: str, new: str) -> None:
         new: its new name (no set may have it).
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp())) as cat:
+        >>> with pg.open_catalog(example_catalog()) as cat:
         ...     pg.rename_set(cat, "real", "robot")
         ...     [s.name for s in pg.list_sets(cat)]
         ['robot', 'sim']
@@ -264,10 +268,9 @@ def drop_set(catalog: Catalog, name: str) -> int:
         The number of frames the set had.
 
     Examples:
-        >>> import tempfile
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
-        >>> with pg.open_catalog(example_catalog(tempfile.mkdtemp())) as cat:
+        >>> with pg.open_catalog(example_catalog()) as cat:
         ...     pg.drop_set(cat, "real"), [s.name for s in pg.list_sets(cat)]
         (8, ['sim'])
     """

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,12 +85,17 @@ def _boxes(root: Path, n: int) -> tuple[Path, Path]:
     return root / "coco.json", root / "mask_categories.json"
 
 
-def _video(path: Path, frames: list[np.ndarray]) -> Path:
+def write_video(path: Path, frames: list[np.ndarray], *, codec: str = "mpeg4", pix_fmt: str = "yuv420p",
+                options: dict[str, str] | None = None, fps: int = 10) -> Path:
+    """Encode (H, W, 3) uint8 RGB frames with PyAV (`codec` an FFmpeg encoder name)."""
     import av
 
+    path.parent.mkdir(parents=True, exist_ok=True)
     with av.open(str(path), "w") as c:
-        s = c.add_stream("mpeg4", rate=10)
-        s.width, s.height, s.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+        s = c.add_stream(codec, rate=fps)
+        s.width, s.height, s.pix_fmt = frames[0].shape[1], frames[0].shape[0], pix_fmt
+        if options:
+            s.options = options
         for f in frames:
             for p in s.encode(av.VideoFrame.from_ndarray(f, format="rgb24")):
                 c.mux(p)
@@ -133,11 +139,11 @@ def _checks(root: Path) -> dict[str, Path]:
             "cameras": root / "cameras.json", "states": _table(root / "states.csv", states)}
 
 
-def write_examples(folder: str | Path, *, n: int = 8) -> ExampleFiles:
+def write_examples(folder: str | Path | None = None, *, n: int = 8) -> ExampleFiles:
     """Write every example input into `folder` (created if needed); see the module docstring.
 
     Args:
-        folder: where to write.
+        folder: where to write; None: a new temporary folder (left for the caller to remove).
         n: frames per set, 2 to 16.
 
     Returns:
@@ -145,27 +151,28 @@ def write_examples(folder: str | Path, *, n: int = 8) -> ExampleFiles:
     """
     if not 2 <= n <= 16:
         raise ValueError(f"Expected `n` in [2, 16], got {n}.")
-    root = Path(folder)
+    root = Path(tempfile.mkdtemp(prefix="perception-gap-examples-") if folder is None else folder)
     sim, real, frames = _frames(root, n)
     manifest = _table(root / "manifest.csv", [{"set": name, "domain": name, "rgb": f"{name}/f{i:02d}.png",
                                                "pair_key": f"f{i:02d}", "proprio": json.dumps([i / n, 1 - i / n])}
                                               for name in (SIM_SET, REAL_SET) for i in range(n)])
     coco, categories = _boxes(root, n)
-    return ExampleFiles(root, sim, real, manifest, coco, root / "masks", categories, _video(root / "sim.mp4", frames),
+    return ExampleFiles(root, sim, real, manifest, coco, root / "masks", categories, write_video(root / "sim.mp4", frames),
                         _hdf5(root / "sim.hdf5", frames), **_checks(root))
 
 
-def example_catalog(folder: str | Path, *, n: int = 8) -> Path:
-    """Write the examples into `folder` and index them from the manifest into `folder/gap.duckdb`.
+def example_catalog(folder: str | Path | None = None, *, n: int = 8) -> Path:
+    """Write the examples into `folder` (None: a new temporary one) and index them into `gap.duckdb` there.
 
     Returns:
-        The catalog file, holding sets `sim` and `real` (`n` paired frames each, with proprio).
+        The catalog file, holding sets `sim` and `real` (`n` paired frames each, with proprio);
+        the other example inputs lie beside it.
     """
     from perception_gap.catalog import Catalog
     from perception_gap.ingest import index_manifest
 
     files = write_examples(folder, n=n)
-    db = Path(folder) / "gap.duckdb"
+    db = files.root / "gap.duckdb"
     with Catalog(db) as cat:
         index_manifest(cat, files.manifest, workers=1)
     return db

@@ -12,11 +12,12 @@ import io
 import json
 from pathlib import Path
 
-import av
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
+
+from perception_gap import examples
 
 FPS = 10
 # codec name -> (pixel format, options): lossy yuv420p as datasets ship, and a lossless RGB H.264
@@ -42,18 +43,7 @@ def smooth_frames(n: int, h: int = 48, w: int = 64, seed: int = 0) -> list[np.nd
 def write_video(path: Path, frames: list[np.ndarray], codec: str = "h264", fps: int = FPS) -> Path:
     """Encode RGB frames with PyAV (`codec` a key of CODECS)."""
     name, pix_fmt, options = CODECS[codec]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with av.open(str(path), "w") as c:
-        s = c.add_stream(name, rate=fps)
-        s.width, s.height, s.pix_fmt = frames[0].shape[1], frames[0].shape[0], pix_fmt
-        if options:
-            s.options = options
-        for f in frames:
-            for p in s.encode(av.VideoFrame.from_ndarray(f, format="rgb24")):
-                c.mux(p)
-        for p in s.encode():
-            c.mux(p)
-    return path
+    return examples.write_video(path, frames, codec=name, pix_fmt=pix_fmt, options=options, fps=fps)
 
 
 def png_bytes(a: np.ndarray) -> bytes:
