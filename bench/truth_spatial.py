@@ -12,7 +12,11 @@ Every family injects one classic renderer or pipeline fault into real camera fra
 - `depth_invalid`: sim marks its holes with 65535, real with 0;
 - `depth_registration`: sim depth moved the magnitude in pixels against its RGB;
 - `control/*`: proprio dimensions dropped, scaled x10, or the gripper's sign flipped;
-- `frame_format`: real frames stored as 1-channel 16-bit.
+- `frame_format`: real frames stored as 1-channel 16-bit;
+- `resize_filter/real_aliased`: both sides downscaled by the magnitude, sim area-filtered (box),
+  real nearest-neighbour (the aliased side is real);
+- `sensor_noise/jpeg_real`: noise of the magnitude (sigma, 8-bit levels) added to real frames that are
+  then stored as JPEG q90 files, as a camera recorder writes them (sim PNG).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import faults as F  # tests/faults.py
 import numpy as np
 from PIL import Image
 from scipy.ndimage import uniform_filter1d
-from truth_cases import Fault, Side, _map, _proprio, _sim, add_holes, pointwise
+from truth_cases import Fault, Side, _map, _proprio, _scaled, _sim, add_holes, pointwise
 
 
 def _power(m: float):
@@ -98,6 +102,15 @@ def _control(kind: str):
     return t
 
 
+def _real_aliased(s: Side, r: Side, m: float, rng: np.random.Generator) -> tuple[Side, Side]:
+    return (_map(s, lambda a: F.resize_pil(a, _scaled(a, m), Image.BOX)),
+            _map(r, lambda a: F.resize_nearest(a, _scaled(a, m))))
+
+
+def _noisy_jpeg(s: Side, r: Side, m: float, rng: np.random.Generator) -> tuple[Side, Side]:
+    return s, _map(r, lambda a: F.add_sensor_noise(a, rng, m), fmt="jpg90")
+
+
 _ONE = (1.0,)
 _EXP = (-1.15, -0.74, 0.58, 1.14)
 
@@ -121,6 +134,9 @@ FAULTS: tuple[Fault, ...] = (
     Fault("control/scale", "control_scale", "bug", "factor", (10.0,), (10.0,), _control("scale")),
     Fault("control/sign", "control_sign", "bug", "-", _ONE, _ONE, _control("sign")),
     Fault("frame_format", "frame_format", "bug", "-", _ONE, _ONE, lambda s, r, m, rng: (s, _map(r, _grey16))),
+    Fault("resize_filter/real_aliased", "resize_filter", "bug", "downscale factor", (2.0, 3.0), (2.0,), _real_aliased),
+    Fault("sensor_noise/jpeg_real", "sensor_noise", "gap", "sigma 8-bit levels", (5.0, 8.0), (5.0,), _noisy_jpeg,
+          label=lambda m: f"sigma{m:g}_q90"),
 )
 
 # Detection limits (see bench_truth.LIMITS): from which magnitude each family must be named.
@@ -142,4 +158,6 @@ LIMITS: dict[str, dict[str, float]] = {
     "control/scale": {"paired": 10, "unpaired": 10},
     "control/sign": {"paired": 1, "unpaired": 1},
     "frame_format": {"paired": 1, "unpaired": 1},
+    "resize_filter/real_aliased": {"paired": 2, "unpaired": 2},
+    "sensor_noise/jpeg_real": {"paired": 5, "unpaired": 5},
 }

@@ -73,6 +73,13 @@ ALIAS_MID_MAX = 0.2
 # resize of SimplerEnv 640x480 frames reads at or under 0.35 too, and pairs have the sharper
 # measure of where the excess sits (the excess ratio, ALIAS_SHAPE) to tell blur from aliasing.
 SOFT_CORNER_MAX = 0.35
+# Unpaired, aliasing must also show on the sharper side itself: folded energy lifts its corner band
+# (`HighFreq.corner_noise`) to at least ALIAS_CORNER_MIN (10x its noise variance). The aliased side
+# of every nearest and non-antialiased 2-3.5x downscale on the tune cameras read 1.16-1.72 (4 seeds,
+# 8 frames a side); a native side against a softened one (sim zoomed 1.1-1.25x by a bicubic
+# upscale, real blurred 5 px along one axis) read 0.67-0.89, and its top-band and slope differences
+# look like aliasing (the softened side lost the top band). Those are not a resize-filter bug.
+ALIAS_CORNER_MIN = 1.0
 # Filter families as the signatures name them (relative: one side against the other).
 _ALIASED = "aliased: nearest or non-antialiased downscaling (or rendering without anti-aliasing)"
 _ANTIALIASED = "antialiased (area, or bilinear/bicubic with antialias) or optically softer"
@@ -121,9 +128,18 @@ def _softer_rolled_off(hf: HighFreq) -> bool:
     return math.isfinite(c) and c <= SOFT_CORNER_MAX
 
 
+def _sharper_corners_low(hf: HighFreq) -> bool:
+    """Unpaired: the sharper side's corners hold no folded energy (ALIAS_CORNER_MIN): native detail, not aliasing."""
+    if hf.basis == "pairs":
+        return False
+    c = hf.corner_noise.sim if hf.sharper == "sim" else hf.corner_noise.real
+    return math.isfinite(c) and c < ALIAS_CORNER_MIN
+
+
 def _aliasing(hf: HighFreq, sig: tuple[float, float] | None) -> bool:
     """The high-frequency signature reads as aliasing of the sharper side (not blur of the softer one)."""
-    return sig is not None and sig[1] >= ALIAS_SHAPE[hf.basis] and not _softer_rolled_off(hf)
+    return (sig is not None and sig[1] >= ALIAS_SHAPE[hf.basis] and not _softer_rolled_off(hf)
+            and not _sharper_corners_low(hf))
 
 
 def _hf_evidence(ctx: Context, hf: HighFreq, shape: float | None) -> dict:

@@ -28,8 +28,12 @@ ORIENT_MARGIN = 0.15
 ORIENT_MIN_NCC = 0.5
 ORIENT_SHARE = 0.6
 # Unpaired, on the sets' mean images: the turned mean must correlate ORIENT_MEAN_NCC and beat the
-# untouched one by ORIENT_MEAN_MARGIN (mean images of different scenes correlate weakly).
-ORIENT_MEAN_NCC = 0.8
+# untouched one by ORIENT_MEAN_MARGIN (mean images of different scenes correlate weakly). Tune
+# cameras, 8 frames a side, 6 random splits: SimplerEnv's fixed robot view reads 0.51-0.94 turned
+# against -0.11-0.24 as is for vertical flips and 180-degree turns (horizontal flips 0.52-0.94
+# against 0.26-0.57: named when clear); clean splits never had a turn beat the frames as they are;
+# VOC photos' means correlate under 0.35 except where a sky sits on top (0.56 turned vs -0.44).
+ORIENT_MEAN_NCC = 0.5
 ORIENT_MEAN_MARGIN = 0.3
 ORIENT_MIN_FRAMES = 8
 

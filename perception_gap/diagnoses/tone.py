@@ -9,9 +9,10 @@ twice; another gamma) raises linear light to a power: the log-quantiles stretch 
 (slope = the exponent, 2.2 or 0.45 for a pure power; a missing encode fits ~1.5-1.7 on real frames,
 a double one ~0.5, as the sRGB curve is no pure power). Paired, the slope is fitted per pair on the
 quantiles of its two thumbnails, and the reading names a missing or doubled encode when the pairs'
-quantiles follow that exact mapping (`ENCODE_RESIDUAL`); unpaired, the spread of log-luminance
-(inter-quartile range) of each frame is compared between the sets. Quantiles near clipping
-(highlights over `TONE_CLIP`) are left out, so a bright exposure that clips stays `brightness`.
+quantiles follow that exact mapping (`ENCODE_RESIDUAL`); unpaired, the same slope is fitted on the
+quantile-quantile plot of the two sets' pooled thumbnail pixels, with a bootstrap interval over
+frames (or episodes). Quantiles near clipping (highlights over `TONE_CLIP`) are left out, so a
+bright exposure that clips stays `brightness`.
 
 Vignetting. Radial falloff: log2 of corner over centre luminance (rings of `thumbs.RING_EDGES`),
 paired from the ratio of the two frames' thumbnails, unpaired per frame. A gain moves every ring
@@ -24,7 +25,7 @@ import math
 
 import numpy as np
 
-from perception_gap.diagnoses.common import dist_clear, excludes_zero, median_ci, num, nums
+from perception_gap.diagnoses.common import DIST_MIN_FRAMES, dist_clear, excludes_zero, median_ci, num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.thumbs import CENTRE, CORNERS, aligned_pairs, linear, radial_profile, set_thumbs
 from perception_gap.findings import Finding
@@ -34,7 +35,16 @@ TONE_QUANTILES = np.arange(0.1, 0.95, 0.1)
 TONE_CLIP = 0.9
 TONE_FLOOR = 0.02
 # Exponent (slope of log-quantiles, sim against real) named from this far off 1, either way.
-TONE_SLOPE = {"pairs": 1.3, "distribution": 1.5}
+# Unpaired, the pooled log-luminance of different scenes of one camera (8 frames a side, tune
+# cameras, 6 random splits each) gives slopes within 2^+-0.40 of 1, exposure changes of +-1 stop
+# included; sim luminance to the power 0.6 or 2.2 reads 2^-0.51 to 2^-1.41 and 2^0.53 to 2^1.54.
+TONE_SLOPE = {"pairs": 1.3, "distribution": 1.41}
+# Unpaired: quantile levels of the pooled pixels, bootstrap replicates and the interval's level.
+QQ_LEVELS = np.arange(0.05, 0.951, 0.05)
+QQ_BOOT = 200
+QQ_CI = 0.95
+QQ_MIN_LEVELS = 5
+QQ_MIN_EPISODES = 5  # resample episodes (not frames) when each side has at least this many
 TONE_MIN_POINTS = 4
 # Paired, a quantile mapping within this median |log2| distance of a missing sRGB encode (sim stores
 # real's linear light) or a doubled one is read as that fault. The sRGB decode is not a pure power:
@@ -80,15 +90,48 @@ def _encode_residuals(ts: np.ndarray, tr: np.ndarray, ok: np.ndarray) -> dict[st
             "double_encode_residual_log2": float(np.median(np.abs(lg(linear(qs)) - lg(qr))[ok]))}
 
 
-def _spread(t: np.ndarray) -> np.ndarray:
-    """Per frame, the inter-quartile range of log2 linear luminance (unclipped thumbnail pixels)."""
-    out = np.full(len(t), np.nan)
-    for i, f in enumerate(t.reshape(len(t), -1)):
-        v = f[np.isfinite(f) & (f > TONE_FLOOR) & (f < TONE_CLIP)]
-        if v.size >= 32:
-            lv = np.log2(np.maximum(linear(v), _LIN_FLOOR))
-            out[i] = float(np.percentile(lv, 75) - np.percentile(lv, 25))
-    return out
+def qq_slope(ts: np.ndarray, tr: np.ndarray) -> float:
+    """Slope of sim's log2 linear-light quantiles on real's, over the pooled pixels of (n, H, W)
+    encoded thumbnails, at the `QQ_LEVELS` where neither side is crushed or clipped; NaN with fewer
+    than `QQ_MIN_LEVELS` such levels. A gain gives 1, luminance to a power g gives g."""
+    a, b = ts[np.isfinite(ts)], tr[np.isfinite(tr)]
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    qa, qb = np.quantile(a, QQ_LEVELS), np.quantile(b, QQ_LEVELS)
+    ok = (qa > TONE_FLOOR) & (qa < TONE_CLIP) & (qb > TONE_FLOOR) & (qb < TONE_CLIP)
+    if ok.sum() < QQ_MIN_LEVELS:
+        return math.nan
+    x, y = np.log2(linear(qb[ok])), np.log2(linear(qa[ok]))
+    vx = float(np.var(x))
+    return float(np.cov(x, y, bias=True)[0, 1]) / vx if vx > 1e-4 else math.nan
+
+
+def _units(frames) -> list[np.ndarray]:
+    """Row indices of each resampling unit: episodes when there are QQ_MIN_EPISODES of them, else frames."""
+    eps: dict = {}
+    for i, f in enumerate(frames):
+        eps.setdefault(f.episode, []).append(i)
+    if None not in eps and len(eps) >= QQ_MIN_EPISODES:
+        return [np.array(v) for v in eps.values()]
+    return [np.array([i]) for i in range(len(frames))]
+
+
+def qq_interval(ts: np.ndarray, tr: np.ndarray, units_s: list[np.ndarray], units_r: list[np.ndarray],
+                seed: int = 0) -> tuple[float, float]:
+    """Bootstrap interval (`QQ_CI`) of log2 `qq_slope`, resampling each side's units with replacement."""
+    rng = np.random.default_rng(seed)
+    reps = []
+    for _ in range(QQ_BOOT):
+        i = np.concatenate([units_s[k] for k in rng.integers(0, len(units_s), len(units_s))])
+        j = np.concatenate([units_r[k] for k in rng.integers(0, len(units_r), len(units_r))])
+        v = qq_slope(ts[i], tr[j])
+        if math.isfinite(v) and v > 0:
+            reps.append(math.log2(v))
+    if len(reps) < QQ_BOOT // 2:
+        return (-math.inf, math.inf)
+    tail = 100 * (1 - QQ_CI) / 2
+    lo, hi = np.percentile(reps, [tail, 100 - tail])
+    return float(lo), float(hi)
 
 
 def check_tone_curve(ctx: Context) -> Finding | None:
@@ -114,18 +157,17 @@ def check_tone_curve(ctx: Context) -> Finding | None:
         double = fits.get("double_encode_residual_log2", math.inf) <= ENCODE_RESIDUAL
     else:
         basis, n_pairs = "distribution", 0
-        sides = set_thumbs(ctx)
+        sides = set_thumbs(ctx, DIST_MIN_FRAMES)
         if sides is None:
             return None
         ts, tr = sides
-        ss, sr = _spread(ts), _spread(tr)
-        ss, sr = ss[np.isfinite(ss) & (ss > 0)], sr[np.isfinite(sr) & (sr > 0)]
-        if ss.size < 2 or sr.size < 2:
+        slope = qq_slope(ts, tr)
+        if not (math.isfinite(slope) and slope > 0):
             return None
-        slope = float(np.median(ss) / np.median(sr))
-        clear = dist_clear(np.log2(ss), np.log2(sr), math.log2(TONE_SLOPE[basis]))
-        extra = {"sim_log2_luminance_iqr": num(float(np.median(ss)), 3),
-                 "real_log2_luminance_iqr": num(float(np.median(sr)), 3)}
+        ci = qq_interval(ts, tr, _units(ctx.images("sim")), _units(ctx.images("real")))
+        clear = excludes_zero(ci)
+        extra = {"method": "quantile-quantile of pooled log2 luminance", "log2_exponent_ci95": nums(list(ci), 3),
+                 "quantile_levels": nums(QQ_LEVELS.tolist(), 2)}
         missing, double = slope > 1.7, slope < 0.6
     if not clear or abs(math.log(slope)) < math.log(TONE_SLOPE[basis]):
         return None
