@@ -218,7 +218,7 @@ def test_demo_after_the_gap_hunt_inputs_give_their_known_answers(clean_demo, tmp
     cov = rep["coverage"]
     assert (cov["n_states"], cov["n_outcomes"], cov["n_outside"]) == (480, 160, 0)
     assert cov["n_failures"] == outcome.count("0") and 40 <= cov["n_failures"] <= 120
-    assert cov["verdict"] == "recalibrate" and cov["auc_error"] > 0.85
+    assert cov["verdict"] == "recalibrate" and cov["auc_error"] > 0.85 and cov["thin"]["holds"] is False
     assert cov["error_failures_px"] > 1.5 * cov["error_successes_px"]
     (ext,) = [f for f in res["findings"] if f["code"] == "extrinsics"]
     assert ext["evidence"]["toward_failures"]["verdict"] == "recalibrate" and "recalibrate" in ext["title"]

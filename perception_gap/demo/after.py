@@ -10,8 +10,8 @@
   the workspace centre but orbits it by 2° about the vertical, with mild barrel distortion, over
   the table's workspace, for `reprojection`.
 - `initial_states.csv` (x, y, z, success): the training initial states of the gripper, spread
-  evenly over the workspace at grasp height (no outcome), and real rollouts from starts drawn the
-  same way, each a failure when the miscalibrated camera puts its start farther off than the
+  evenly over the grid's x-y extent at grasp height (no outcome), and real rollouts from starts
+  drawn the same way, each a failure when the miscalibrated camera puts its start farther off than the
   gripper's tolerance (about 4 mm: the 2° orbit moves a point r from the centre by 2 r sin 1°),
   for `reprojection --initial-states`: the failures ring the workspace where the error grows, so
   the demo's verdict is to recalibrate, not to collect more data.
@@ -37,7 +37,10 @@ ORBIT_DEG = 2.0
 GRID_CENTRE = (0.0, 0.0, 0.1)
 N_TRAINING_STATES = 320
 N_ROLLOUTS = 160
-STATE_BOX = ((-0.18, -0.13, 0.12), (0.18, 0.13, 0.18))  # where starts are drawn: the table at grasp height, metres
+# where starts are drawn, metres: the reprojection grid's whole x-y extent (so no start is thinly covered for
+# lying at the rim of the training data) at grasp height, in one layer of the grid (cells at z 0.125 m span
+# 0.1125-0.1375 m)
+STATE_BOX = ((-0.2, -0.15, 0.115), (0.2, 0.15, 0.135))
 TOLERANCE_M = 0.004  # the gripper's mean lateral tolerance; each rollout draws its own (sd TOLERANCE_SD_M)
 TOLERANCE_SD_M = 0.0005
 
