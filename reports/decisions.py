@@ -80,8 +80,9 @@ def _auc_rule(g: Mapping[str, Any]) -> str:
     if _ok(v) and _ok(t) and v > t and sized:
         return (f"AUC {_cmp(v, t)}, but the shift is only {num(r)}x the baseline's own variation; "
                 f"fails only when the AUC is above {num(t)} and the shift above {num(need)}x")
-    return f"AUC {_cmp(v, t)}" + (f"; fails only when also the shift is above {num(need)}x the baseline's own "
-                                  f"variation" if _ok(need) and need > 0 else "")
+    # without an effect size (min_ratio 0, or no floor to size it against) the AUC alone decides
+    return f"AUC {_cmp(v, t)}" + (f"; fails only when it is above {num(t)} and the shift above {num(need)}x the "
+                                  f"baseline's own variation" if sized else f"; fails above {num(t)}")
 
 
 def _format_rule(g: Mapping[str, Any]) -> str:

@@ -34,6 +34,11 @@ def test_drift_rules_name_what_decided():
                                          "fails only when the AUC is above 0.850 and the shift above 2.00x")
     auc = {**auc, "passed": False, "status": "failed", "detail": {"effect_ratio": 3.5, "min_ratio": 2.0}}
     assert decisions.drift_rule(auc) == "AUC 0.943 > 0.850 and the shift is 3.50x the baseline's own variation, above 2.00x"
+    low = {**auc, "value": 0.61, "passed": True, "status": "passed", "detail": {"effect_ratio": 0.9, "min_ratio": 2.0}}
+    assert decisions.drift_rule(low) == ("AUC 0.610 < 0.850; fails only when it is above 0.850 and the shift above "
+                                         "2.00x the baseline's own variation")
+    unsized = {**low, "detail": {"effect_ratio": None, "min_ratio": 2.0}}  # no floor: the AUC alone decides
+    assert decisions.drift_rule(unsized) == "AUC 0.610 < 0.850; fails above 0.850"
     skipped = drift_gates.skipped("depth_dropout", 0.05, "no depth on baseline").to_dict()
     assert (decisions.outcome(skipped), decisions.drift_rule(skipped)) == ("SKIP", "not measured: no depth on baseline")
 
