@@ -260,6 +260,7 @@ def test_drift_verdict_states_its_deciding_rule(reports):
     shift = next(g for g in dr["gates"] if g["name"] == "channel_shift")
     assert shift["status"] == "failed"
     assert rows["channel_shift"][3].startswith(f"{FAIL} the 95% interval of the change lies entirely beyond ±0.250")
+    assert f"why: {cell[len(PASS) + 1:]}" in reports["drift-brighter"]["stdout"]  # the CLI says it too
 
 
 def test_legends_never_cover_the_data(reports):
