@@ -156,10 +156,12 @@ def test_run_fid_equals_an_independent_computation(weights, frame_sets, tmp_path
     html = (out / "report.html").read_text()
     assert 'id="fid"' in html and f"{fid['value']:.3g}"[:3] in html
 
+    # a set against itself: 0; under --precision bf16 the FID stays at the reference's fp32 (the same vectors)
     same = tmp_path / "same"
     assert cli.main(["run", "--sim", "sim", "--real", "sim_copy", "--encoders", "pixel", "--inception-weights", weights,
-                     "--out", str(same), "--db", db, "--quiet", "--device", "cpu"]) == 0
-    assert json.loads((same / "results.json").read_text())["fid"]["value"] == pytest.approx(0.0, abs=1e-6 * want)
+                     "--out", str(same), "--db", db, "--quiet", "--device", "cpu", "--precision", "bf16"]) == 0
+    fid_same = json.loads((same / "results.json").read_text())["fid"]
+    assert fid_same["value"] == pytest.approx(0.0, abs=1e-6 * want) and fid_same["fingerprint"] == fid["fingerprint"]
 
 
 def test_fid_report_without_weights_has_no_fid_block(frame_sets, tmp_path):

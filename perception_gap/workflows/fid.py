@@ -29,7 +29,8 @@ IMPLEMENTATION = ("pytorch-fid FID Inception v3 (TF-ported weights, FID blocks):
 
 def fid_encoder(weights: str, *, device: str = "auto", precision: str = "fp32") -> Any:
     """The FID Inception encoder of a weights file, checked now (one-line `InputError` otherwise:
-    a missing file, a pickle that would run code, another network's state dict)."""
+    a missing file, a pickle that would run code, another network's state dict). `run` keeps the
+    reference's fp32 whatever its `--precision`."""
     return load_encoder(FID_PREFIX + str(weights), device=device, precision=precision)
 
 

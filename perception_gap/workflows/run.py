@@ -262,12 +262,14 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] |
     if inception_weights is not None:
         from perception_gap.workflows.fid import fid_encoder, fid_section
 
-        fid_enc = fid_encoder(inception_weights, device=device, precision=precision)
+        fid_enc = fid_encoder(inception_weights, device=device)  # fp32 always: the reference's precision
     res = stats_job(catalog, sim, real, workers=workers, progress=progress,
                     runner=engine.stats_runner if engine else None)
-    embed_sets(catalog, names + ([fid_enc.name] if fid_enc else []), [sim, real], device=device, batch_size=batch_size,
-               workers=2, progress=progress, precision=precision, runner=engine.embed_runner if engine else None)
+    embed_sets(catalog, names, [sim, real], device=device, batch_size=batch_size, workers=2, progress=progress,
+               precision=precision, runner=engine.embed_runner if engine else None)
     if fid_enc is not None:
+        embed_sets(catalog, [fid_enc.name], [sim, real], device=device, batch_size=batch_size, workers=2,
+                   progress=progress, runner=engine.embed_runner if engine else None)
         res["fid"] = fid_section(catalog, sim, real, fid_enc, groups=_groups, random_state=random_state)
     entries = []
     for name in names:
