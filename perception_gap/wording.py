@@ -17,8 +17,8 @@ MISSING = "\u2014"  # em dash: a value that is absent or not finite
 
 # A gate's outcome as printed by the CLI and shown in every report: one word each, whatever the
 # check (drift, screen --fail-if-worse, rollouts, latency, replay, ...). results.json keeps its
-# `passed` flag and `status` (`passed`, `failed`, `skipped`) as they are.
-PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+# `passed` flag and `status` (`passed`, `failed`, `not computed`, `skipped`) as they are.
+PASS, FAIL, SKIP, NOT_COMPUTED = "PASS", "FAIL", "SKIP", "NOT COMPUTED"
 
 
 def _finite(x: Any) -> bool:
@@ -65,9 +65,12 @@ def sig(x: Any, digits: int = 3, *, keep_zeros: bool = False) -> str:
 
 
 def gate_word(outcome: Any) -> str:
-    """`PASS`, `FAIL` or `SKIP` for a gate's `status` string or its `passed` flag (True/False)."""
+    """`PASS`, `FAIL`, `SKIP` or `NOT COMPUTED` for a gate's `status` string, or `PASS`/`FAIL` for
+    its `passed` flag (True/False)."""
     if outcome == "skipped":
         return SKIP
+    if outcome == "not computed":  # the gate applies but has no value: it holds the verdict back
+        return NOT_COMPUTED
     return PASS if outcome is True or outcome == "passed" else FAIL
 
 

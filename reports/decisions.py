@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from perception_gap.reports.format import MISSING, ci, num
-from perception_gap.wording import FAIL, PASS, SKIP, gate_word
+from perception_gap.wording import FAIL, NOT_COMPUTED, PASS, SKIP, gate_word
 
 # Drift gates whose interval decides (drift_gates.shift_gate): two-sided unless listed one-sided.
 _CI_GATES = {"channel_shift", "sharpness", "sensor_noise", "depth_dropout"}
@@ -38,17 +38,19 @@ def _cmp(v: Any, t: Any) -> str:
 
 
 def outcome(g: Mapping[str, Any]) -> str:
-    """A gate's one word (`PASS`, `FAIL`, `SKIP`) from its `status`, else its `passed` flag."""
+    """A gate's one word (`PASS`, `FAIL`, `SKIP`, `NOT COMPUTED`) from its `status`, else its `passed` flag."""
     return gate_word(g.get("status") or bool(g.get("passed")))
 
 
 def threshold_rule(g: Mapping[str, Any]) -> str:
     """Why a plain threshold gate (rollouts, rank fidelity, latency, policy check, replay,
-    reprojection) passed or failed: `min_` gates need at least the threshold, the others at most."""
-    if outcome(g) == SKIP:
+    reprojection) passed or failed: a gate of `direction` `min` (else named `min_...`) needs at least
+    the threshold, the others at most."""
+    if outcome(g) in (SKIP, NOT_COMPUTED):
         return f"not measured ({g.get('reason') or 'no value'})"
     v, t = g.get("value"), g.get("threshold")
-    need = "at least" if str(g.get("name", "")).startswith("min_") else "at most"
+    low = g.get("direction") == "min" or (g.get("direction") is None and str(g.get("name", "")).startswith("min_"))
+    need = "at least" if low else "at most"
     return f"{_cmp(v, t)}; passes with {need} {num(t)}"
 
 
@@ -99,7 +101,7 @@ def _format_rule(g: Mapping[str, Any]) -> str:
 def drift_rule(g: Mapping[str, Any]) -> str:
     """Why a drift gate passed or failed, from its own fields (see drift_gates' module table)."""
     base = str(g.get("name", "")).split(":")[0]
-    if outcome(g) == SKIP:
+    if outcome(g) in (SKIP, NOT_COMPUTED):
         return f"not measured: {g.get('reason') or MISSING}"
     if base in _CI_GATES:
         return _ci_rule(g, base)

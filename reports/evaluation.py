@@ -114,7 +114,7 @@ padding:.2em .8em;margin:.6em 0}.muted{color:#666;font-size:.85em}img{max-width:
 <h1>{{ title }}</h1><p class="muted">perception-gap {{ version }} &middot; {{ source }}</p>
 {% if gates %}<h2>Gates</h2><table id="gates"><tr><th>gate</th><th>value</th><th>threshold</th><th>result</th></tr>
 {% for g in gates %}<tr><td>{{ g.name }}</td><td class="n">{{ g.value }}</td><td class="n">{{ g.threshold }}</td>
-<td{% if g.word == "FAIL" %} class="fail"{% endif %}><b>{{ g.word }}</b>: {{ g.rule }}</td></tr>{% endfor %}</table>{% endif %}
+<td{% if g.word not in ("PASS", "SKIP") %} class="fail"{% endif %}><b>{{ g.word }}</b>: {{ g.rule }}</td></tr>{% endfor %}</table>{% endif %}
 <h2>Findings</h2>{% for f in findings %}<div class="finding"><b>[{{ f.severity }}] {{ f.code }}</b>: {{ f.title }}
 <div>action: {{ f.action }}</div></div>{% else %}<p>none</p>{% endfor %}
 {% for p in plots %}<img src="{{ p }}" alt="plot">{% endfor %}

@@ -80,7 +80,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}#gates td:first-child{overflow-wrap
 <section id="drift">
 <h2>Gates: <span class="badge {{ "sev-none" if drift.word == "PASS" else "sev-bug" }}">{{ drift.word }}</span></h2>
 <table id="gates"><tr><th>gate</th><th>value [CI]</th><th>threshold</th><th>result</th><th>what it measures</th></tr>
-{% for g in drift.gates %}<tr class="gate-row"><td class="mono">{{ g.name }}</td><td class="n">{{ g.value }} {{ g.ci }}</td><td class="n">{{ g.threshold }}</td><td class="gate-result"><span class="badge {{ {"FAIL": "sev-bug", "SKIP": "sev-info"}.get(g.word, "sev-none") }}">{{ g.word }}</span> {{ g.rule }}</td><td class="muted">{{ g.description }}</td></tr>{% endfor %}
+{% for g in drift.gates %}<tr class="gate-row"><td class="mono">{{ g.name }}</td><td class="n">{{ g.value }} {{ g.ci }}</td><td class="n">{{ g.threshold }}</td><td class="gate-result"><span class="badge {{ {"FAIL": "sev-bug", "NOT COMPUTED": "sev-gap", "SKIP": "sev-info"}.get(g.word, "sev-none") }}">{{ g.word }}</span> {{ g.rule }}</td><td class="muted">{{ g.description }}</td></tr>{% endfor %}
 </table>
 {% if drift.history %}<h3>History against this baseline</h3>
 <table id="drift-history"><tr><th>run</th><th>when</th><th>current set</th><th>result</th><th>failed gates</th></tr>

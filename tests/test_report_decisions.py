@@ -49,3 +49,14 @@ def test_screen_headline_without_a_significant_winner():
     assert v["title"] == ("No rendering is significantly closer to real than every other one (nearest point estimate: "
                           "b, distance 0.123)")
     assert "95% intervals of their differences include 0" in v["action"] and v["severity"] == "result"
+
+
+def test_a_gate_without_a_value_is_named_so():
+    """A gate that applies but could not be measured holds the verdict back: neither PASS nor SKIP."""
+    g = {"name": "max_drop", "value": None, "threshold": 0.3, "direction": "max", "passed": False,
+         "status": "not computed", "reason": "no sim-vs-real comparison in the log"}
+    assert decisions.outcome(g) == "NOT COMPUTED"
+    assert decisions.threshold_rule(g) == "not measured (no sim-vs-real comparison in the log)"
+    assert decisions.drift_rule({**g, "name": "embedding:pixel"}) == "not measured: no sim-vs-real comparison in the log"
+    g = {"name": "pearson", "value": 0.7, "threshold": 0.8, "direction": "min", "passed": False, "status": "failed"}
+    assert decisions.threshold_rule(g) == "0.700 < 0.800; passes with at least 0.800"  # direction, not the name

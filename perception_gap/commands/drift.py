@@ -26,11 +26,11 @@ def _print_drift(res: dict[str, Any], out_dir: Path) -> None:
     print(f"drift check: {d['current']!r} against baseline {d['baseline']!r}")
     print(f"  {'gate':<34} {'value':>9} {'threshold':>9}  result")
     for g in d["gates"]:
-        extra = f" ({g['reason']})" if g["status"] == "skipped" and g.get("reason") else ""
+        extra = f" ({g['reason']})" if g["status"] in ("skipped", "not computed") and g.get("reason") else ""
         print(f"  {g['name']:<34} {fmt(g['value']):>9} {fmt(g['threshold']):>9}  {gate_word(g['status'])}{extra}")
-        if g["status"] != "skipped":  # the rule that decided, as the report states it beside the verdict
+        if g["status"] in ("passed", "failed"):  # the rule that decided, as the report states it beside the verdict
             print(f"  {'':<34} why: {drift_rule(g)}")
-    print(PASS if d["passed"] else f"{FAIL}: " + ", ".join(g["name"] for g in d["gates"] if g["status"] == "failed"))
+    print(PASS if d["passed"] else f"{FAIL}: " + ", ".join(g["name"] for g in d["gates"] if not g["passed"]))
     for f in res["findings"]:
         print(f"- {f['title']}\n  action: {f['action']}")
     print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
