@@ -114,6 +114,11 @@ def drift_rule(g: Mapping[str, Any]) -> str:
     return f"{what} {_cmp(v, t)}; fails above {num(t)}"
 
 
+def screen_word(scr: Mapping[str, Any]) -> str:
+    """The `--fail-if-worse` gate's word: from its `gate` entry where results hold one, else `passed`."""
+    return outcome(scr["gate"]) if isinstance(scr.get("gate"), Mapping) else gate_word(bool(scr.get("passed")))
+
+
 def screen_verdict(scr: Mapping[str, Any]) -> dict[str, Any]:
     """The screen's conclusion for the headline box: which rendering is closest to real (or that none
     is significantly closest), and the `--fail-if-worse` gate when one was asked for."""
@@ -131,11 +136,12 @@ def screen_verdict(scr: Mapping[str, Any]) -> dict[str, Any]:
                   "include 0); more paired scenes narrow them.")
     severity, word = "info", None
     if scr.get("baseline") is not None:
-        word = gate_word(bool(scr.get("passed")))
+        word = screen_word(scr)
         worse = ", ".join(str(w) for w in scr.get("worse_than_baseline") or [])
         title += (f". Gate --fail-if-worse {scr['baseline']}: {word}"
-                  + (f" (significantly farther from real: {worse})" if word == FAIL else ""))
-        if word == FAIL:
+                  + (f" (significantly farther from real: {worse})" if word == FAIL else "")
+                  + (f" ({_d(scr.get('gate')).get('reason')})" if word == NOT_COMPUTED else ""))
+        if word in (FAIL, NOT_COMPUTED):
             severity = "gap"
             action += f" Do not adopt {worse} as it is: it moves sim away from real."
     return {"severity": word or "result", "sev_class": "none" if word == PASS else severity, "code": "screen",

@@ -18,7 +18,7 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from perception_gap.reports import evidence, plots, scatter
-from perception_gap.reports.decisions import drift_rule, outcome, screen_verdict
+from perception_gap.reports.decisions import drift_rule, outcome, screen_verdict, screen_word
 from perception_gap.reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, r2, signed
 from perception_gap.reports.maps import maps_section
 from perception_gap.reports.template import TEMPLATE
@@ -324,7 +324,7 @@ def _screen(scr: Mapping[str, Any], lim: Mapping[str, Any], colours: dict[str, s
     return {"closest": scr.get("closest"), "views": views, "ranking": ranking, "pairwise": pairwise,
             "ci_level": (f"{100 * scr['ci_level']:g}%" if isinstance(scr.get("ci_level"), (int, float)) else MISSING),
             "units": _units(scr), "baseline": scr.get("baseline"),
-            "word": gate_word(bool(scr.get("passed"))), "worse": ", ".join(str(w) for w in _l(scr.get("worse_than_baseline"))),
+            "word": screen_word(scr), "reason": _d(scr.get("gate")).get("reason"), "worse": ", ".join(str(w) for w in _l(scr.get("worse_than_baseline"))),
             "skipped_views": [(str(k), str(v)) for k, v in _d(scr.get("skipped_views")).items()], "plot": plot}
 
 

@@ -60,3 +60,14 @@ def test_a_gate_without_a_value_is_named_so():
     assert decisions.drift_rule({**g, "name": "embedding:pixel"}) == "not measured: no sim-vs-real comparison in the log"
     g = {"name": "pearson", "value": 0.7, "threshold": 0.8, "direction": "min", "passed": False, "status": "failed"}
     assert decisions.threshold_rule(g) == "0.700 < 0.800; passes with at least 0.800"  # direction, not the name
+
+
+def test_screen_gate_word_from_its_gate_entry():
+    scr = {"closest": "a", "ci_level": 0.95, "ranking": [{"set": "a", "distance": 0.1}], "baseline": "a",
+           "passed": False, "worse_than_baseline": [],
+           "gate": {"name": "worse_than_baseline", "value": None, "threshold": 0, "passed": False,
+                    "status": "not computed", "reason": "no interval for b against a"}}
+    v = decisions.screen_verdict(scr)
+    assert v["title"].endswith("Gate --fail-if-worse a: NOT COMPUTED (no interval for b against a)")
+    assert v["sev_class"] == "gap"
+    assert decisions.screen_word({"passed": True}) == "PASS"
