@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from perception_gap.commands.output import check_outputs, encoder_names, fmt, progress_bar, write_outputs
-from perception_gap.wording import FAIL, PASS
+from perception_gap.wording import FAIL, NOT_COMPUTED, gate_word
 
 
 def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
@@ -26,8 +26,11 @@ def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
               f"(95% CI {fmt(c.get('low'))} to {fmt(c.get('high'))}): {verdict}")
     print(f"closest: {scr['closest']!r}" if scr["closest"] else "closest: no rendering is significantly closer than every other")
     if "baseline" in scr:
-        print(f"--fail-if-worse {scr['baseline']!r}: " + (PASS if scr["passed"] else
-              f"{FAIL} (significantly farther: " + ", ".join(scr["worse_than_baseline"]) + ")"))
+        gate = scr.get("gate") or {}
+        word = gate_word(gate["status"]) if "status" in gate else gate_word(bool(scr["passed"]))
+        why = {FAIL: " (significantly farther: " + ", ".join(scr["worse_than_baseline"]) + ")",
+               NOT_COMPUTED: f" ({gate.get('reason')})"}.get(word, "")
+        print(f"--fail-if-worse {scr['baseline']!r}: {word}{why}")
     print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
 
 
