@@ -35,10 +35,12 @@ TONE_QUANTILES = np.arange(0.1, 0.95, 0.1)
 TONE_CLIP = 0.9
 TONE_FLOOR = 0.02
 # Exponent (slope of log-quantiles, sim against real) named from this far off 1, either way.
-# Unpaired, the pooled log-luminance of different scenes of one camera (8 frames a side, tune
-# cameras, 6 random splits each) gives slopes within 2^+-0.40 of 1, exposure changes of +-1 stop
-# included; sim luminance to the power 0.6 or 2.2 reads 2^-0.51 to 2^-1.41 and 2^0.53 to 2^1.54.
-TONE_SLOPE = {"pairs": 1.3, "distribution": 1.41}
+# Unpaired, the pooled log-luminance of different scenes of one camera gives slopes within
+# 2^+-0.55 of 1 (70 random 8-a-side splits of the VOC and SimplerEnv tune cameras; exposure changes
+# of +-1 stop alike), so the bar stays at 2^0.585; sim luminance to the power 0.45 or 2.2 (a doubled
+# or missing encode) reads 2^-0.87 to 2^-1.41 and 2^0.53 to 2^1.54, to the power 0.6 or 1.67 down to
+# 2^+-0.51 (named when clear, below the documented limit).
+TONE_SLOPE = {"pairs": 1.3, "distribution": 1.5}
 # Unpaired: quantile levels of the pooled pixels, bootstrap replicates and the interval's level.
 QQ_LEVELS = np.arange(0.05, 0.951, 0.05)
 QQ_BOOT = 200
