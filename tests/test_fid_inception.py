@@ -93,13 +93,14 @@ def test_features_equal_pytorch_fids_inception(weights):
 
 
 def _frechet_reference(f_sim: np.ndarray, f_real: np.ndarray) -> float:
-    """FID written independently: ||mu_s - mu_r||^2 + Tr(S_s) + Tr(S_r) - 2 Tr((S_s^1/2 S_r S_s^1/2)^1/2),
-    the symmetric form of Tr((S_s S_r)^1/2), with scipy's sqrtm for S_s^1/2."""
-    from scipy.linalg import sqrtm
-
+    """FID written independently, in the full 2048 dimensions: ||mu_s - mu_r||^2 + Tr(S_s) + Tr(S_r)
+    - 2 Tr((S_s^1/2 S_r S_s^1/2)^1/2), the symmetric form of Tr((S_s S_r)^1/2), with S_s^1/2 from numpy's
+    eigendecomposition of the 2048 x 2048 covariance (scipy's `sqrtm`, a complex Schur form, gives the same
+    number and took 116 s of this test on the shared 2-core machine, against 30 s)."""
     f_sim, f_real = f_sim.astype(np.float64), f_real.astype(np.float64)
     s_s, s_r = np.cov(f_sim, rowvar=False), np.cov(f_real, rowvar=False)
-    root = np.real(sqrtm(s_s))
+    lam, vec = np.linalg.eigh(s_s)
+    root = (vec * np.sqrt(np.clip(lam, 0, None))) @ vec.T
     inner = root @ s_r @ root
     tr_sqrt = np.sqrt(np.clip(np.linalg.eigvalsh((inner + inner.T) / 2), 0, None)).sum()
     return float(np.sum((f_sim.mean(0) - f_real.mean(0)) ** 2) + np.trace(s_s) + np.trace(s_r) - 2 * tr_sqrt)
