@@ -136,15 +136,15 @@ nav a{margin-right:1em}.wide{overflow-x:auto}#gates td:first-child{overflow-wrap
 {% endfor %}
 </table></div>
 {% if encoders_more %}<p class="muted">&hellip; {{ encoders_more }} more encoders not shown.</p>{% endif %}
+<p class="muted" id="auc-vs-gap">Why a domain AUC near 1 can sit beside a gap inside the noise floor: the classifier needs only one direction in which sim and real frames fall apart, however small the shift along it, while the gap measures how far apart the two sets are overall compared with real-vs-real variation. Sim and real can be separable but close; the ranking reads closeness, and the AUC says only that a difference exists.</p>
+{% set weak = encoders|selectattr("probe_warn")|map(attribute="name")|list %}{% if weak %}<p class="probe-warning"><span class="badge sev-gap">R&sup2; &le; 0</span> Sim&rarr;real probe R&sup2; at or below 0 for <span class="mono name">{{ weak|join(", ") }}</span>: the probe predicts the real targets no better than their mean, so the probe axis does not separate these encoders; read their gap alone.</p>{% endif %}
+{% for e in encoders if e.insufficient %}<p class="muted"><span class="mono">{{ e.name }}</span> not computed: {% for k, v in e.insufficient %}{{ k }} ({{ v }}){% if not loop.last %}; {% endif %}{% endfor %}</p>{% endfor %}
 {% if fid %}<h3>FID with the reference Inception, beside each encoder's Frechet distance</h3>
 <div class="wide"><table id="fid"><tr><th>features</th><th>Frechet distance [CI]</th><th>KID [CI]</th></tr>
 <tr class="fid-row"><td><strong>FID</strong>: Inception v3 of pytorch-fid <span class="muted mono">(weights sha256 {{ fid.sha }}&hellip;{% if not fid.reference %}, not the reference file: not comparable with published FIDs{% endif %})</span></td><td class="n">{{ fid.fid }}</td><td class="n">{{ fid.kid }}</td></tr>
 {% for e in encoders %}<tr><td class="mono name">{{ e.name }}</td><td class="n">{{ e.fd }}</td><td class="n">{{ e.kid }}</td></tr>{% endfor %}
 </table></div>
 <p class="muted">{% if fid.insufficient %}FID not computed: {{ fid.insufficient }}. {% endif %}{{ fid.n_sim }} sim and {{ fid.n_real }} real frames; {{ fid.implementation }}. Each row is in its own features' squared units: compare renderings within a row, not rows with each other.</p>{% endif %}
-<p class="muted" id="auc-vs-gap">Why a domain AUC near 1 can sit beside a gap inside the noise floor: the classifier needs only one direction in which sim and real frames fall apart, however small the shift along it, while the gap measures how far apart the two sets are overall compared with real-vs-real variation. Sim and real can be separable but close; the ranking reads closeness, and the AUC says only that a difference exists.</p>
-{% set weak = encoders|selectattr("probe_warn")|map(attribute="name")|list %}{% if weak %}<p class="probe-warning"><span class="badge sev-gap">R&sup2; &le; 0</span> Sim&rarr;real probe R&sup2; at or below 0 for <span class="mono name">{{ weak|join(", ") }}</span>: the probe predicts the real targets no better than their mean, so the probe axis does not separate these encoders; read their gap alone.</p>{% endif %}
-{% for e in encoders if e.insufficient %}<p class="muted"><span class="mono">{{ e.name }}</span> not computed: {% for k, v in e.insufficient %}{{ k }} ({{ v }}){% if not loop.last %}; {% endif %}{% endfor %}</p>{% endfor %}
 {% if plot_encoders %}<img class="plot" alt="encoder plot" src="{{ plot_encoders }}">{% endif %}
 {% for p in extra_plots %}<img class="plot" alt="encoder plot" src="{{ p }}">{% endfor %}
 {% else %}<p>No encoder results.</p>{% endif %}
