@@ -224,7 +224,7 @@ def _read_state_dict(path: str, *, mmap: bool = False) -> dict[str, Any]:
 
 
 def check_state_dict(state: dict[str, Any], model: Any, path: str) -> dict[str, Any]:
-    """`state` restricted to what `model` loads, after checking its keys and shapes.
+    """`state`, once its keys and shapes are checked against `model`'s.
 
     BatchNorm's `num_batches_tracked` counters are optional (older files lack them); every
     other key of the model must be present with the model's shape, and no other key may be.
