@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from perception_gap.commands.output import check_outputs, fmt, write_outputs
+from perception_gap.outputs import render_evaluation
 from perception_gap.wording import gate_word, signed
 
 
@@ -43,11 +44,9 @@ def _print(res: dict[str, Any], out_dir: str | None) -> None:
 def finish(args: argparse.Namespace, job: Callable[[], dict[str, Any]], kind: str,
            show: Callable[[dict[str, Any], str | None], None]) -> int:
     """Run an evaluation job after checking the outputs, write them, print, and exit 1 when a gate failed."""
-    from perception_gap.reports.evaluation import render_evaluation
-
     check_outputs(args.out, args.json)
     res = job()
-    write_outputs(res, Path(args.out) if args.out else None, args.json, render_evaluation)
+    write_outputs(res, args.out, args.json, render_evaluation)
     if not args.quiet:
         show(res, args.out)
     return 0 if res[kind]["passed"] else 1
