@@ -141,9 +141,9 @@ FAULTS: tuple[Fault, ...] = (
 
 # Detection limits (see bench_truth.LIMITS): from which magnitude each family must be named.
 LIMITS: dict[str, dict[str, float]] = {
-    # unpaired, the spread of log-luminance varies from scene to scene as much as a curve changes it
-    # (8 a side on the tune cameras): named when clear, no limit claimed
-    "tone_curve/power": {"paired": 0.58, "unpaired": math.inf},
+    # unpaired (pooled quantile-quantile slope): the missing and the doubled encode (2.2, 0.45); the
+    # milder curves (1.67, 0.6) read inside the scenes' own spread on some splits (named when clear)
+    "tone_curve/power": {"paired": 0.58, "unpaired": 1.14},
     "orientation/flip_vertical": {"paired": 1, "unpaired": math.inf},
     "orientation/flip_horizontal": {"paired": 1, "unpaired": math.inf},
     "orientation/rotate_180": {"paired": 1, "unpaired": math.inf},
@@ -158,6 +158,10 @@ LIMITS: dict[str, dict[str, float]] = {
     "control/scale": {"paired": 10, "unpaired": 10},
     "control/sign": {"paired": 1, "unpaired": 1},
     "frame_format": {"paired": 1, "unpaired": 1},
-    "resize_filter/real_aliased": {"paired": 2, "unpaired": 2},
-    "sensor_noise/jpeg_real": {"paired": 5, "unpaired": 5},
+    # unpaired, a box-filtered side keeps enough top-band detail that the nearest side's aliasing
+    # does not clear the scenes' spread (8 a side): named when clear, no limit claimed
+    "resize_filter/real_aliased": {"paired": 2, "unpaired": math.inf},
+    # unpaired, the codec takes the noise's top bands and the flat-region noise of different scenes
+    # overlaps: named when clear, no limit claimed
+    "sensor_noise/jpeg_real": {"paired": 5, "unpaired": math.inf},
 }

@@ -173,3 +173,16 @@ def test_unpaired_robot_split_names_no_orientation(shared_data, tmp_path):
     real = {f"r{i:02d}": a for i, a in enumerate(robot[1::2])}
     res = D.run_folders(tmp_path, sim, real)
     assert not {"orientation", "tone_curve", "resize_filter", "field_of_view"} & D.named(res), D.codes(res)
+
+
+def test_paired_motion_blur_of_soft_frames_is_never_compression(shared_data, tmp_path):
+    """Soft 640x512 frames (SimplerEnv's robot frames upscaled 2x, bicubic) with real blurred 9 px
+    horizontally: the blur takes the horizontal block edges with it, which is not compression."""
+    robot = [np.asarray(Image.fromarray(a).resize((640, 512), Image.BICUBIC)) for a in _robot_frames(shared_data, 8)]
+    sim, real = D.paired(robot, real_fn=lambda a: D.motion_blur(a, 9, axis=1), n=8)
+    res = D.run_folders(tmp_path, sim, real)
+    assert "compression" not in D.named(res), D.codes(res)
+    assert not [c for c in D.codes(res) if c[1] == "bug"], D.codes(res)
+    if res["findings"]:
+        ev = D.first(res, "motion_blur", "gap")
+        assert (ev["blurred_side"], ev["direction"]) == ("real", "horizontal"), ev

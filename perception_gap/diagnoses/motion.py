@@ -32,6 +32,22 @@ def _aniso(frames) -> np.ndarray:
     return np.log2(np.maximum(g[:, 0], _FLOOR) / np.maximum(g[:, 1], _FLOOR)), g
 
 
+def anisotropy_shift(ctx: Context) -> float | None:
+    """log2 anisotropy difference sim minus real when it clears the hint bar (MOTION_HINT_LOG2, clear
+    on pairs or at HINT_ALPHA by rank unpaired), else None: one side lost detail along one axis."""
+    basis, fs, fr = ctx.image_sides(lambda f, g: f.image.grad_xy is not None and min(f.image.grad_xy) > 0)
+    if min(len(fs), len(fr)) < (3 if basis == "pairs" else 2):
+        return None
+    a_s, a_r = _aniso(fs)[0], _aniso(fr)[0]
+    if basis == "pairs":
+        d = a_s - a_r
+        diff, clear = float(np.median(d)), excludes_zero(median_ci(d))
+    else:
+        diff = float(np.median(a_s) - np.median(a_r))
+        clear = rank_p(a_s[np.isfinite(a_s)], a_r[np.isfinite(a_r)]) <= HINT_ALPHA
+    return diff if clear and abs(diff) >= MOTION_HINT_LOG2 else None
+
+
 def check_motion_blur(ctx: Context) -> Finding | None:
     """Directional (motion) blur on one side: its horizontal or vertical detail lost against the other."""
     if ctx.fired & {"value_range", "normalization", "frame_format", "orientation"}:
