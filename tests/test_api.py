@@ -162,3 +162,27 @@ def test_the_api_does_not_import_the_command_layer():
             todo.extend(graph.get(m, ()))
     assert "perception_gap.workflows.checks" in seen and "perception_gap.evaluation.jobs" in seen
     assert not {m for m in seen if m.startswith(("perception_gap.commands", "perception_gap.cli"))}
+
+
+def test_run_demo_indexes_the_demo_files_with_their_boxes_and_runs(tmp_path, monkeypatch):
+    """run_demo's wiring (index the manifest, attach masks and both detectors' boxes, run, write), on the
+    small example files standing in for the MuJoCo build (which `tests/test_demo.py` checks)."""
+    import perception_gap.demo as demo
+    from perception_gap.demo import DemoFiles
+    from perception_gap.examples import write_examples
+
+    def build(folder, inject=None):
+        ex = write_examples(folder)
+        return DemoFiles(root=ex.root, manifest=ex.manifest, sim_masks=ex.masks, mask_categories=ex.mask_categories,
+                         sim_coco=ex.coco, real_coco=ex.coco, real_gt_coco=None, sim_set="sim", real_set="real",
+                         inject=inject, n_frames=8)
+
+    monkeypatch.setattr(demo, "build_demo", build)
+    with pytest.raises(InputError, match="Expected `inject` in"):
+        pg.run_demo(tmp_path / "x", inject="no_such_fault")
+    res = pg.run_demo(tmp_path / "out", encoders=["pixel"], workers=1)
+    assert res["findings"][0]["code"] == "channel_swap"
+    assert "colour-detector" in res["detection"]["sets"]["sim"]  # scored against the masks' ground truth
+    assert pg.load_results(tmp_path / "out")["findings"] == res["findings"]
+    with pg.open_catalog(tmp_path / "out" / "perception_gap.duckdb", read_only=True) as cat:
+        assert [(s.name, s.usable) for s in pg.list_sets(cat)] == [("real", 8), ("sim", 8)]
