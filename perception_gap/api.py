@@ -464,9 +464,10 @@ def write_outputs(results: dict[str, Any], out: PathLike) -> Path:
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
         >>> files = write_examples()
-        >>> res = pg.replay(files.poses)
-        >>> pg.write_outputs(res, files.root / "replay").name
-        'report.html'
+        >>> _ = pg.replay(files.poses, out=files.root / "replay")
+        >>> again = pg.write_outputs(pg.load_results(files.root / "replay"), files.root / "again")
+        >>> again.name, (files.root / "again" / "results.json").exists()
+        ('report.html', True)
     """
     from perception_gap.outputs import render_for
     from perception_gap.outputs import write_outputs as _write
