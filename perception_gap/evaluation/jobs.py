@@ -10,22 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from perception_gap.findings import Finding
+from perception_gap.gates import threshold_gate
 from perception_gap.ingest.tables import read_columns, read_table
 from perception_gap.version import __version__
 
 _SEVERITY_ORDER = {"bug": 0, "gap": 1, "info": 2}
-
-
-def _gate(name: str, value: float | None, threshold: float | None, higher_is_worse: bool) -> dict[str, Any] | None:
-    """A gate entry as in `drift.gates`; None when no threshold was asked for. No value: passes, noted."""
-    if threshold is None:
-        return None
-    if value is None:
-        return {"name": name, "value": None, "threshold": threshold, "passed": True, "status": "skipped",
-                "reason": "nothing to measure"}
-    passed = value <= threshold if higher_is_worse else value >= threshold
-    return {"name": name, "value": value, "threshold": threshold, "passed": passed,
-            "status": "passed" if passed else "failed"}
 
 
 def _results(kind: str, path: str | Path, section: dict[str, Any], findings: list[Finding],
@@ -44,7 +33,7 @@ def rollouts_job(path: str | Path, *, method: str = "exact", confidence: float =
     res = analyze_rollouts(read_rollouts(path), confidence=confidence, method=method)
     drops = [c.drop for c in res.comparisons]
     return _results("rollouts", path, res.to_dict(), list(res.findings),
-                    [_gate("max_drop", max(drops) if drops else None, max_drop, True)],
+                    [threshold_gate("max_drop", max(drops) if drops else None, max_drop, reason="no two groups to compare")],
                     {"ci_method": method, "confidence": confidence})
 
 
@@ -70,7 +59,7 @@ def rank_fidelity_job(path: str | Path, *, n_boot: int = 2000, confidence: float
     sec = res.to_dict()
     sec["skipped"] = skipped + sec["skipped"]
     return _results("rank_fidelity", path, sec, rank_fidelity_findings(res),
-                    [_gate("min_pearson", res.mean_pearson, min_pearson, False)],
+                    [threshold_gate("min_pearson", res.mean_pearson, min_pearson, direction="min")],
                     {"n_boot": n_boot, "confidence": confidence})
 
 
@@ -83,7 +72,7 @@ def latency_job(path: str | Path, fps: float, *, stages: list[str] | None = None
     table.require(stages or ())  # named stages: a missing one is a missing column, as in every table
     res = analyze_latency(table.columns, fps, stages=stages, unit=unit)
     return _results("latency", path, res.to_dict(), latency_findings(res),
-                    [_gate("max_p95_ms", res.end_to_end["p95"], max_p95_ms, True)],
+                    [threshold_gate("max_p95_ms", res.end_to_end["p95"], max_p95_ms)],
                     {"fps": fps, "unit": unit, "stages": list(res.stage_order)})
 
 

@@ -7,22 +7,11 @@ line and the Python API both call them; neither adds anything to the numbers.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
+from perception_gap.gates import threshold_gate
 from perception_gap.version import __version__
-
-
-def gate(name: str, value: float | None, threshold: float | None) -> dict[str, Any] | None:
-    """A `--max-...` gate: passed when `value` is at most `threshold` (None without a threshold).
-
-    A missing or non-finite value fails the gate: nothing measured is nothing shown to be within it.
-    """
-    if threshold is None:
-        return None
-    passed = value is not None and math.isfinite(value) and value <= threshold
-    return {"name": name, "value": value, "threshold": threshold, "passed": bool(passed)}
 
 
 def replay_job(path: str | Path, *, max_translation_m: float | None = None) -> dict[str, Any]:
@@ -47,7 +36,7 @@ def replay_job(path: str | Path, *, max_translation_m: float | None = None) -> d
     r = summarize_replay([replay_episode(e.episode, e.steps, e.p_sim, e.q_sim, e.p_real, e.q_real, e.contact)
                           for e in episodes], unmatched)
     section = r.to_dict()
-    section["gate"] = gate("translation_mean_m", r.translation_mean, max_translation_m)
+    section["gate"] = threshold_gate("translation_mean_m", r.translation_mean, max_translation_m)
     return {"replay": section, "findings": [f.to_dict() for f in order_findings(replay_findings(r))],
             "config": {"file": str(path)}, "version": __version__}
 
@@ -79,7 +68,7 @@ def reprojection_job(path: str | Path, *, initial_states: str | Path | None = No
     section = r.to_dict()
     grid = spec.grid
     section["grid"].update(min=grid["min"], max=grid["max"], step=grid["step"])
-    section["gate"] = gate("mean_px", section["mean"], max_mean_px)
+    section["gate"] = threshold_gate("mean_px", section["mean"], max_mean_px)
     found = reprojection_findings(r)
     if states is not None:
         cov = coverage_on_grid(spec.points, float(grid["step"]), r.error_px, states[0], states[1], r.mean)

@@ -158,8 +158,8 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
                                        float(cfg["sensor_noise"]["max_levels"]), labels=["noise sigma"], pairs=pairs,
                                        reducer="median", **kw))
         else:
-            gates.append(dr.skipped("sensor_noise", float(cfg["sensor_noise"]["max_levels"]),
-                                    "frames without a noise estimate (tiny frames)"))
+            gates.append(dr.not_computed("sensor_noise", float(cfg["sensor_noise"]["max_levels"]),
+                                         "frames without a noise estimate (tiny frames)"))
     if on("depth_dropout"):
         t = float(cfg["depth_dropout"]["max_increase"])
         dep = {n: [f for f in rec[n].frames if f.depth is not None] for n in rec}
@@ -168,8 +168,10 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
                 "depth_dropout", np.asarray([[f.depth.dropout] for f in dep[baseline]]),
                 np.asarray([[f.depth.dropout] for f in dep[current]]), [f.episode for f in dep[baseline]],
                 [f.episode for f in dep[current]], t, labels=["dropout"], reducer="mean", one_sided=True, **kw))
+        elif dep[baseline] or dep[current]:  # depth on one side only: the gate applies, with nothing to compare
+            gates.append(dr.not_computed("depth_dropout", t, "no depth on " + (baseline if not dep[baseline] else current)))
         else:
-            gates.append(dr.skipped("depth_dropout", t, "no depth on " + (baseline if not dep[baseline] else current)))
+            gates.append(dr.skipped("depth_dropout", t, "no depth maps in either set"))
     encoders_info = []
     if names and (on("embedding") or on("domain_auc")):
         embed_sets(catalog, names, [baseline, current], device=device, batch_size=batch_size, workers=2,
@@ -188,12 +190,12 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
             if on("embedding"):
                 t = float(cfg["embedding"]["max_ratio"])
                 gates.append(dr.embedding_gate(f"embedding:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed, floor=floor)
-                             if len(mb) and len(mc) else dr.skipped(f"embedding:{enc.name}", t, "no embeddings on one side"))
+                             if len(mb) and len(mc) else dr.not_computed(f"embedding:{enc.name}", t, "no embeddings on one side"))
             if on("domain_auc"):
                 t = float(cfg["domain_auc"]["max_auc"])
                 gates.append(dr.auc_gate(f"domain_auc:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed,
                                          min_ratio=float(cfg["domain_auc"]["min_ratio"]), floor=floor)
-                             if len(mb) and len(mc) else dr.skipped(f"domain_auc:{enc.name}", t, "no embeddings on one side"))
+                             if len(mb) and len(mc) else dr.not_computed(f"domain_auc:{enc.name}", t, "no embeddings on one side"))
     if on("detector_ap"):
         gates += _detector_gates(catalog, baseline, current, float(cfg["detector_ap"]["max_drop"]))
     gate_dicts = [g.to_dict() for g in gates]
@@ -250,7 +252,7 @@ def drift_history(catalog: Catalog, baseline: str | None = None) -> list[dict[st
                 t = d.get("threshold")
                 if r["value"] is not None and t:
                     ratios[r["name"]] = abs(r["value"]) / t
-                if d.get("status") == "failed":
+                if d.get("status") in ("failed", "not computed"):  # both hold the verdict back
                     failed.append(r["name"])
         out.append({"run_id": run["run_id"], "started_at": run["started_at"], "baseline": cfg.get("baseline"),
                     "current": cfg.get("current"), "passed": passed, "values": values, "ratios": ratios,

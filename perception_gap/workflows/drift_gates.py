@@ -30,13 +30,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from perception_gap import gates
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.gates import Gate, make_gate
 from perception_gap.metrics.bootstrap import centred_ci, cluster_replicates, on_rows
 from perception_gap.metrics.resampling import WeightedMedian, check_pairs, cluster_counts, resampling_labels
 from perception_gap.statistics.image import ImageStats
@@ -148,39 +149,44 @@ def validate_config(cfg: dict[str, dict[str, Any]], where: str = "Drift config: 
     return cfg
 
 
-@dataclass(frozen=True)
-class Gate:
-    """One gate's outcome (`drift.gates[]` in results.json).
+_INTERVAL_GATES = {"channel_shift", "sharpness", "sensor_noise", "depth_dropout"}
 
-    Attributes:
-        name: `channel_shift`, `embedding:efficientnet-lite0`, ...
-        value: the measured value (see the module table); None when skipped.
-        threshold: the configured limit.
-        passed: False only when the gate failed (a skipped gate passes).
-        status: `passed`, `failed` or `skipped`.
-        ci: bootstrap interval of the value where one exists.
-        detail: the numbers behind it.
-        reason: why it was skipped.
-    """
 
-    name: str
-    value: float | None
-    threshold: float
-    passed: bool
-    status: str
-    ci: dict[str, Any] | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-    reason: str | None = None
+def interval_rule(threshold: float, level: float, one_sided: bool) -> str:
+    """The rule of a gate decided on the bootstrap interval of a change (`shift_gate`)."""
+    beyond = f"above +{threshold:g}" if one_sided else f"beyond \u00b1{threshold:g}"
+    return f"fails when the {100 * level:g}% interval of the change lies entirely {beyond}"
 
-    def to_dict(self) -> dict[str, Any]:
-        base = self.name.split(":")[0]
-        return {"name": self.name, "value": self.value, "threshold": self.threshold, "passed": self.passed,
-                "status": self.status, "ci": self.ci, "detail": self.detail, "reason": self.reason,
-                "description": DESCRIPTIONS.get(base, "")}
+
+def _rule(name: str, threshold: float, level: float = 0.95, min_ratio: float | None = None) -> str | None:
+    """The deciding rule of a drift gate that is not the plain `value <= threshold` (None for those)."""
+    base = name.split(":")[0]
+    if base in _INTERVAL_GATES:
+        return interval_rule(threshold, level, base == "depth_dropout")
+    if base == "format":
+        return f"fails when value > {threshold:g} and the excess is significant (binomial p < {FORMAT_ALPHA:g})"
+    if base == "domain_auc":
+        ratio = "domain_auc.min_ratio" if min_ratio is None else f"{min_ratio:g}"
+        return f"fails when value > {threshold:g} and the embedding ratio > {ratio}"
+    return None
+
+
+def _gate(name: str, value: Any, threshold: float, **kw: Any) -> Gate:
+    """A drift gate (see `perception_gap.gates.make_gate`), with its description and rule."""
+    kw.setdefault("rule", _rule(name, threshold))
+    return make_gate(name, value, threshold, description=DESCRIPTIONS.get(name.split(":")[0], ""), **kw)
+
+
+def not_computed(name: str, threshold: float, reason: str) -> Gate:
+    """A drift gate whose value could not be measured on these sets: it does not pass."""
+    return gates.not_computed(name, threshold, reason, rule=_rule(name, threshold),
+                              description=DESCRIPTIONS.get(name.split(":")[0], ""))
 
 
 def skipped(name: str, threshold: float, reason: str) -> Gate:
-    return Gate(name=name, value=None, threshold=threshold, passed=True, status="skipped", reason=reason)
+    """A drift gate that does not apply to these sets (no depth maps in either)."""
+    return gates.skipped(name, threshold, reason, rule=_rule(name, threshold),
+                         description=DESCRIPTIONS.get(name.split(":")[0], ""))
 
 
 def _side_replicates(values: np.ndarray, labels: np.ndarray, counts: np.ndarray, stat,
@@ -239,7 +245,8 @@ def shift_gate(name: str, base: np.ndarray, cur: np.ndarray, base_eps: Sequence[
     base = np.asarray(base, dtype=np.float64).reshape(len(base), -1)
     cur = np.asarray(cur, dtype=np.float64).reshape(len(cur), -1)
     if len(base) < 2 or len(cur) < 2:
-        return skipped(name, threshold, f"needs at least 2 frames a side, got {len(base)} baseline and {len(cur)} current")
+        return not_computed(name, threshold,
+                            f"needs at least 2 frames a side, got {len(base)} baseline and {len(cur)} current")
     red = np.median if reducer == "median" else np.mean
     f = lambda a: red(a, axis=0)  # noqa: E731
     rng = np.random.default_rng(random_state)
@@ -262,9 +269,9 @@ def shift_gate(name: str, base: np.ndarray, cur: np.ndarray, base_eps: Sequence[
             failed_cols.append(cols[c])
     worst = max(range(base.shape[1]), key=lambda c: (est[c] if one_sided else abs(est[c])))
     w = per[cols[worst]]
-    return Gate(name=name, value=w["change"], threshold=threshold, passed=not failed_cols,
-                status="failed" if failed_cols else "passed", ci={"low": w["low"], "high": w["high"], "level": ci},
-                detail={"per_channel": per, "failed": failed_cols, "column": cols[worst],
+    return _gate(name, w["change"], threshold, failed=bool(failed_cols), rule=interval_rule(threshold, ci, one_sided),
+                 ci={"low": w["low"], "high": w["high"], "level": ci}, reason="the change is not finite",
+                 detail={"per_channel": per, "failed": failed_cols, "column": cols[worst],
                         "baseline": [float(x) for x in f(base)], "current": [float(x) for x in f(cur)]})
 
 
@@ -340,7 +347,7 @@ def format_gate(base: Sequence[ImageStats], cur: Sequence[ImageStats], threshold
     and the detail says so.
     """
     if not base or not cur:
-        return skipped("format", threshold, "no frame statistics on one side")
+        return not_computed("format", threshold, "no frame statistics on one side")
     sizes = Counter((s.width, s.height) for s in base)
     # ties broken by value, not by which frame came first: the gate must not depend on frame order
     usual_size, n_usual = min(sizes.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -357,9 +364,8 @@ def format_gate(base: Sequence[ImageStats], cur: Sequence[ImageStats], threshold
     p_value = binomial_tail(k_cur, len(cur), share_base)
     failed = excess > threshold and p_value < FORMAT_ALPHA
     fmt = lambda s: f"{s.width}x{s.height} {s.dtype} x{s.channels}"  # noqa: E731
-    return Gate(name="format", value=excess, threshold=threshold, passed=not failed,
-                status="failed" if failed else "passed",
-                detail={"baseline_usual": (f"{usual_size[0]}x{usual_size[1]} " if fixed else "") +
+    return _gate("format", excess, threshold, failed=failed,
+                 detail={"baseline_usual": (f"{usual_size[0]}x{usual_size[1]} " if fixed else "") +
                         f"{usual_kind[0]} x{usual_kind[1]}",
                         "current_share": k_cur / len(cur), "baseline_share": share_base, "p_value": p_value,
                         "size_checked": fixed, "baseline_sizes": len(sizes),
@@ -420,11 +426,10 @@ def embedding_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_ep
     try:
         ratio, detail = _floor(floor, emb_base, emb_cur, base_eps, random_state=random_state)
     except InsufficientData as e:
-        return skipped(name, threshold, str(e))
+        return not_computed(name, threshold, str(e))
     if detail["noise_floor_matched"] <= 0:
-        return skipped(name, threshold, "the baseline's noise floor is 0 (identical frames)")
-    return Gate(name=name, value=ratio, threshold=threshold, passed=ratio <= threshold,
-                status="passed" if ratio <= threshold else "failed", detail=detail)
+        return not_computed(name, threshold, "the baseline's noise floor is 0 (identical frames)")
+    return _gate(name, ratio, threshold, detail=detail, reason="the distance ratio is not finite")
 
 
 def auc_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Sequence[Hashable] | None,
@@ -442,7 +447,7 @@ def auc_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Seq
     try:
         auc = domain_auc(emb_cur, emb_base, episodes_sim=cur_eps, episodes_real=base_eps, random_state=random_state)
     except InsufficientData as e:
-        return skipped(name, threshold, str(e))
+        return not_computed(name, threshold, str(e))
     detail: dict[str, Any] = {**auc.to_dict(), "min_ratio": min_ratio, "effect_ratio": None}
     big = True
     if min_ratio > 0:
@@ -453,17 +458,14 @@ def auc_gate(name: str, emb_base: np.ndarray, emb_cur: np.ndarray, base_eps: Seq
         except InsufficientData as e:  # no floor to size the effect against: the AUC alone decides
             detail["effect_ratio_skipped"] = str(e)
     failed = auc.value > threshold and big
-    return Gate(name=name, value=auc.value, threshold=threshold, passed=not failed,
-                status="failed" if failed else "passed", detail=detail)
+    return _gate(name, auc.value, threshold, failed=failed, rule=_rule(name, threshold, min_ratio=min_ratio),
+                 detail=detail, reason="the AUC is not finite")
 
 
 def ap_gate(name: str, ap_base: float | None, ap_cur: float | None, threshold: float, **detail: Any) -> Gate:
     if ap_base is None or ap_cur is None:
-        return skipped(name, threshold, "AP undefined on one side (no ground truth there)")
-    drop = ap_base - ap_cur
-    return Gate(name=name, value=drop, threshold=threshold, passed=drop <= threshold,
-                status="passed" if drop <= threshold else "failed",
-                detail={"ap_baseline": ap_base, "ap_current": ap_cur, **detail})
+        return not_computed(name, threshold, "AP undefined on one side (no ground truth there)")
+    return _gate(name, ap_base - ap_cur, threshold, detail={"ap_baseline": ap_base, "ap_current": ap_cur, **detail})
 
 
 def check_config_value(cfg: dict[str, dict[str, Any]], table: str, key: str) -> float:

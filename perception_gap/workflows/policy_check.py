@@ -25,8 +25,8 @@ import numpy as np
 
 from perception_gap.catalog import Catalog
 from perception_gap.errors import FrameError, InputError
+from perception_gap.gates import threshold_gate
 from perception_gap.version import __version__
-from perception_gap.workflows.checks import gate
 
 Policy = Callable[[np.ndarray, np.ndarray], np.ndarray]
 CHANGED = "changed since `index` (re-index the set)"
@@ -268,6 +268,6 @@ def policy_check_job(catalog: Catalog, sim: str, real: str, policy: str, *, prep
     section = {"policy": policy, **pc.to_dict(), "skipped": skipped}
     rel = [d["paired_diff_rel"] for d in section["per_dim"]]
     worst = max((r for r in rel if r is not None and math.isfinite(r)), default=None)
-    section["gate"] = gate("max_paired_diff_rel", worst, max_rel_diff)
+    section["gate"] = threshold_gate("max_paired_diff_rel", worst, max_rel_diff)
     return {"policy_check": section, "findings": [f.to_dict() for f in order_findings(policy_findings(pc))],
             "version": __version__, "config": {"policy": policy, "sim": sim, "real": real, "preprocess": preprocess}}

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.gates import Gate, make_gate
 from perception_gap.metrics.bootstrap import centred_ci
 from perception_gap.metrics.centroid import DEFAULT_N_COMPONENTS, cluster_stats, normed, scaled_distance
 from perception_gap.metrics.projection import Rows, fit_projection
@@ -235,8 +236,22 @@ def rank_renderings(views: list[ViewDistances], sims: list[str], *, ci: float = 
         worse = [p["farther"] for p in pairwise if p["closer"] == baseline and p["significant"]]
         out["baseline"] = baseline
         out["worse_than_baseline"] = worse
-        out["passed"] = not worse
+        gate = baseline_gate(baseline, worse, pairwise)
+        out["gate"] = gate.to_dict()
+        out["passed"] = gate.passed
     return out
+
+
+def baseline_gate(baseline: str, worse: list[str], pairwise: list[dict[str, Any]]) -> Gate:
+    """The `--fail-if-worse` gate: how many renderings are significantly farther from real than
+    `baseline` (at most 0 passes). A comparison with the baseline whose interval could not be
+    computed leaves the gate not computed: an unknown difference is not shown to be no worse."""
+    unknown = sorted({p["closer"] if p["farther"] == baseline else p["farther"] for p in pairwise
+                      if baseline in (p["closer"], p["farther"]) and p["ci"]["low"] is None})
+    reason = f"no interval for {', '.join(unknown)} against {baseline} (too few computable replicates)"
+    return make_gate("worse_than_baseline", None if unknown else len(worse), 0, reason=reason,
+                     rule="passes when no rendering is significantly farther from real than the baseline",
+                     detail={"baseline": baseline, "worse": worse})
 
 
 # -- the raw-statistics view --------------------------------------------------------------------------
