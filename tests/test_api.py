@@ -108,8 +108,10 @@ def test_the_api_examples_run_as_written(tmp_path, monkeypatch):
     """Every `Examples:` block of the API is a doctest that runs offline on the small example inputs."""
     import doctest
     import importlib
+    import tempfile
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the examples' temporary folders go with the test's
     attempted = 0
     for name in API_MODULES:
         res = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS, verbose=False)
