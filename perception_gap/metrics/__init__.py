@@ -40,7 +40,7 @@ With these caps 100k x 1280 float32 per side runs every metric in well under 2 G
 (inputs included; see bench/bench_compare.py).
 """
 
-from perception_gap.metrics.bootstrap import BOOT_MAX_SAMPLES, N_BOOT, bootstrap_ci
+from perception_gap.metrics.bootstrap import BOOT_MAX_SAMPLES, N_BOOT, bootstrap_ci, centred_ci, cluster_replicates
 from perception_gap.metrics.centroid import (
                                              CENTROID_N_BOOT,
                                              DEFAULT_N_COMPONENTS,
@@ -68,6 +68,7 @@ from perception_gap.metrics.resampling import (
                                              MIN_EPISODES,
                                              N_BLOCKS,
                                              block_ids,
+                                             cluster_counts,
                                              cluster_labels,
                                              episode_blocks,
                                              grouped_folds,
@@ -94,8 +95,8 @@ __all__ = [
     "AUC_MAX_SAMPLES", "AUC_MAX_SAMPLES_LIMIT", "AUC_N_COMPONENTS", "BOOT_MAX_SAMPLES", "CENTROID_N_BOOT", "CHUNK_ROWS",
     "CI", "DEFAULT_N_COMPONENTS", "MAX_FIT_ROWS", "MAX_N_COMPONENTS", "MIN_EPISODES", "MIN_FLOOR_EPISODES", "MIN_PAIRS", "MMD", "MMD_MAX_SAMPLES",
     "MMD_MAX_SAMPLES_LIMIT", "MMD_PERMUTATIONS", "N_BLOCKS", "N_BOOT", "RANK_TOL", "CentroidDistance", "DomainAUC",
-    "NoiseFloor", "PairedCosine", "block_ids", "bootstrap_ci", "centroid_distance", "centroid_distance_ci",
-    "cluster_labels", "domain_auc", "episode_blocks", "grouped_folds", "median_bandwidth", "mmd", "noise_floor", "noise_floor_halves",
+    "NoiseFloor", "PairedCosine", "block_ids", "bootstrap_ci", "centred_ci", "centroid_distance", "centroid_distance_ci",
+    "cluster_counts", "cluster_labels", "cluster_replicates", "domain_auc", "episode_blocks", "grouped_folds", "median_bandwidth", "mmd", "noise_floor", "noise_floor_halves",
     "pair_cosine_distances", "paired_cosine", "resample_clusters", "resampling_labels", "resampling_units",
     "DIST_MAX_SAMPLES", "DIST_N_BOOT", "KID", "KID_SUBSETS", "KID_SUBSET_SIZE", "FrechetDistance",
     "frechet_distance", "frechet_distance_ci", "kid", "kid_ci",

@@ -6,7 +6,8 @@ Gates that measure a quantity with sampling noise (channel shifts, sharpness, de
 fail only when the bootstrap interval of the change lies entirely beyond the tolerance: a gate
 fails when the data show the change is larger than allowed, not when noise might make it so.
 This keeps false alarms rare on noisy sets (measured in tests/test_drift.py; README) while a
-real shift of a few tenths of a stop on a few hundred frames still fails.
+real shift of a few tenths of a stop on a few hundred frames still fails. A gate whose value
+cannot be computed on these sets is `not computed` and does not pass (`perception_gap.gates`).
 
 | gate | value | fails when |
 |---|---|---|
