@@ -151,7 +151,7 @@ FAULTS: tuple[Fault, ...] = (
 # Detection limits (see bench_truth.LIMITS): from which magnitude each family must be named.
 LIMITS: dict[str, dict[str, float]] = {
     # unpaired (pooled quantile-quantile slope): the missing and the doubled encode (2.2, 0.45); the
-    # milder curves (1.67, 0.6) read inside the scenes' own spread on some splits (named when clear)
+    # milder curves (1.49, 0.6) read inside the scenes' own spread on some splits (named when clear)
     "tone_curve/power": {"paired": 0.58, "unpaired": 1.14},
     "orientation/flip_vertical": {"paired": 1, "unpaired": math.inf},
     "orientation/flip_horizontal": {"paired": 1, "unpaired": math.inf},

@@ -38,8 +38,8 @@ TONE_FLOOR = 0.02
 # Unpaired, the pooled log-luminance of different scenes of one camera gives slopes within
 # 2^+-0.55 of 1 (70 random 8-a-side splits of the VOC and SimplerEnv tune cameras; exposure changes
 # of +-1 stop alike), so the bar stays at 2^0.585; sim luminance to the power 0.45 or 2.2 (a doubled
-# or missing encode) reads 2^-0.87 to 2^-1.41 and 2^0.53 to 2^1.54, to the power 0.6 or 1.67 down to
-# 2^+-0.51 (named when clear, below the documented limit).
+# or missing encode) reads 2^-0.87 to 2^-1.41 and 2^0.53 to 2^1.54; to the power 0.6, 2^-0.51 to
+# 2^-1.02, and 1.49, 2^0.05 to 2^0.81 (named when clear, below the documented limit).
 TONE_SLOPE = {"pairs": 1.3, "distribution": 1.5}
 # Unpaired: quantile levels of the pooled pixels, bootstrap replicates and the interval's level.
 QQ_LEVELS = np.arange(0.05, 0.951, 0.05)
