@@ -31,8 +31,9 @@ def index_video(catalog: Catalog, path: PathLike, set_name: str, domain: str, *,
         path: a video file (.mp4, .mkv, .avi, .mov, .webm) or a folder of them.
         set_name: the set to (re)index.
         domain: `sim` or `real`.
-        tags, workers, progress: the set's tags, decoding processes (default: all cores), and a
-            callback progress(done, total).
+        tags: the set's tags.
+        workers: decoding processes (default: all cores).
+        progress: a callback progress(done, total).
 
     Returns:
         The `IndexReport`; a frame is keyed by its video's content hash and its index.
@@ -62,8 +63,9 @@ def index_hdf5(catalog: Catalog, path: PathLike, camera: str, set_name: str, dom
         set_name: the set to (re)index.
         domain: `sim` or `real`.
         proprio: obs keys concatenated into proprio (e.g. `["robot0_eef_pos"]`).
-        tags, workers, progress: the set's tags, decoding processes (default: all cores), and a
-            callback progress(done, total).
+        tags: the set's tags.
+        workers: decoding processes (default: all cores).
+        progress: a callback progress(done, total).
 
     Returns:
         The `IndexReport`; a frame is keyed by the file's content hash, its dataset and its index.
@@ -95,8 +97,9 @@ def index_lerobot(catalog: Catalog, root: PathLike, camera: str, set_name: str, 
         domain: `sim` or `real`.
         depth_camera: the camera feature holding depth maps, with `depth_unit`.
         depth_unit: `m`, `mm`, `cm`, `tum` or units per metre.
-        tags, workers, progress: the set's tags, decoding processes (default: all cores), and a
-            callback progress(done, total).
+        tags: the set's tags.
+        workers: decoding processes (default: all cores).
+        progress: a callback progress(done, total).
 
     Returns:
         The `IndexReport`; a frame is keyed by its video's (or Parquet file's) content hash and index.
@@ -134,8 +137,9 @@ def index_rosbag(catalog: Catalog, path: PathLike, topic: str, set_name: str, do
         domain: `sim` or `real`.
         depth_topic: depth images (16UC1 mm, 32FC1 m) paired to the nearest colour frame.
         tolerance: the largest time difference that pairs depth to colour, seconds (default 0.02).
-        tags, workers, progress: the set's tags, decoding processes (default: all cores), and a
-            callback progress(done, total).
+        tags: the set's tags.
+        workers: decoding processes (default: all cores).
+        progress: a callback progress(done, total).
 
     Returns:
         The `IndexReport`; one episode per bag, a frame keyed by its bag's content hash and message index.

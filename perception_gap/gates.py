@@ -94,7 +94,9 @@ def make_gate(name: str, value: Any, threshold: float, *, direction: str = "max"
         failed: the outcome of a rule other than the plain comparison (a drift interval); None
             compares `value` with `threshold`.
         rule: that rule in words; None writes the plain rule.
-        ci, detail, description: as in `Gate`.
+        ci: as in `Gate`.
+        detail: as in `Gate`.
+        description: as in `Gate`.
         reason: why the value is missing (used when it is).
 
     Raises:

@@ -98,8 +98,10 @@ def bootstrap_ci(statistic: Callable[[np.ndarray, np.ndarray], float], emb_sim: 
 
     Args:
         statistic: (emb_sim_resampled, emb_real_resampled) -> float.
-        emb_sim, emb_real: (N, D) arrays, >= 2 frames per side.
-        episodes_sim, episodes_real: optional length-N episode ids per side.
+        emb_sim: (N, D) arrays, >= 2 frames per side.
+        emb_real: (N, D) arrays, >= 2 frames per side.
+        episodes_sim: optional length-N episode ids per side.
+        episodes_real: optional length-N episode ids per side.
         n_boot: replicates, in [10, 100000]; default 200.
         ci: coverage in (0, 1).
         max_samples: frames per side per replicate, >= 2 (each replicate copies that many

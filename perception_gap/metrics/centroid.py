@@ -168,7 +168,8 @@ def bootstrap_norms(weights: np.ndarray, sim: tuple[np.ndarray, ...], real: tupl
 
     Args:
         weights: (B, G) times each unit is drawn, one row per replicate.
-        sim, real: `unit_stats` of each side over the G units (sums, counts, minima, maxima).
+        sim: `unit_stats` of each side over the G units (sums, counts, minima, maxima).
+        real: `unit_stats` of each side over the G units (sums, counts, minima, maxima).
         k: kept components.
 
     Returns:
@@ -210,8 +211,10 @@ def centroid_distance_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_
     episodes, drawn for both sides at once where `pairs` match them (see `resampling_units`).
 
     Args:
-        emb_sim, emb_real: (N, D) arrays, >= 2 frames per side.
-        episodes_sim, episodes_real: optional length-N episode ids per side.
+        emb_sim: (N, D) arrays, >= 2 frames per side.
+        emb_real: (N, D) arrays, >= 2 frames per side.
+        episodes_sim: optional length-N episode ids per side.
+        episodes_real: optional length-N episode ids per side.
         n_components: as in `centroid_distance`.
         n_boot: replicates, in [10, 100000]; default 1000.
         ci: coverage in (0, 1).

@@ -54,7 +54,8 @@ class FrechetDistance(Result):
         value: ||mu_sim - mu_real||^2 + Tr(S_sim + S_real - 2 (S_sim S_real)^(1/2)), >= 0, in
             squared embedding units.
         mean_term: ||mu_sim - mu_real||^2, the part of `value` due to the means alone.
-        n_sim, n_real: frames per side.
+        n_sim: frames per side.
+        n_real: frames per side.
         dim: embedding width D.
         ci: bootstrap CI of `value` (from `frechet_distance_ci`), else None. Centred on the
             estimate (see `CI`), so its low end can fall below 0 when the distance is small next
@@ -83,7 +84,8 @@ class KID(Result):
         std: standard deviation over subsets (0 when every subset is the whole set).
         n_subsets: subsets averaged (1 when every subset would be the whole set).
         subset_size: frames per side in each subset.
-        n_sim, n_real: frames per side.
+        n_sim: frames per side.
+        n_real: frames per side.
         ci: bootstrap CI of `value` (from `kid_ci`), else None.
     """
 
@@ -233,8 +235,10 @@ def frechet_distance_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *,
     """`frechet_distance` with a cluster-bootstrap CI (`bootstrap_ci`: episodes kept whole).
 
     Args:
-        emb_sim, emb_real: (N, D) per side, >= 2 frames each.
-        episodes_sim, episodes_real: optional length-N episode ids per side.
+        emb_sim: (N, D) per side, >= 2 frames each.
+        emb_real: (N, D) per side, >= 2 frames each.
+        episodes_sim: optional length-N episode ids per side.
+        episodes_real: optional length-N episode ids per side.
         n_boot: replicates; default 100.
         ci: coverage in (0, 1).
         max_samples: frames per side per replicate; default 500.
@@ -267,9 +271,12 @@ def kid_ci(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[
     MMD^2, so subset noise and episode noise are both in the interval.
 
     Args:
-        emb_sim, emb_real: (N, D) per side, >= 2 frames each.
-        episodes_sim, episodes_real: optional length-N episode ids per side.
-        n_subsets, subset_size: as in `kid`.
+        emb_sim: (N, D) per side, >= 2 frames each.
+        emb_real: (N, D) per side, >= 2 frames each.
+        episodes_sim: optional length-N episode ids per side.
+        episodes_real: optional length-N episode ids per side.
+        n_subsets: as in `kid`.
+        subset_size: as in `kid`.
         n_boot: replicates; default 100.
         ci: coverage in (0, 1).
         max_samples: frames per side per replicate (with `subset_size`, the smaller); default 500.

@@ -72,7 +72,8 @@ def domain_auc(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Seque
     Args:
         emb_sim: (N_sim, D), N_sim >= 4.
         emb_real: (N_real, D), N_real >= 4.
-        episodes_sim, episodes_real: optional length-N episode ids per side.
+        episodes_sim: optional length-N episode ids per side.
+        episodes_real: optional length-N episode ids per side.
         n_splits: folds wanted, in [2, 20]; fewer are used when there are fewer groups.
         n_components: PCA components for the classifier, in [1, MAX_N_COMPONENTS].
         max_samples: frames per side (a seeded random subset beyond it), in [4, 20000];
@@ -224,7 +225,8 @@ def mmd(emb_sim: np.ndarray, emb_real: np.ndarray, *, episodes_sim: Sequence[Has
     Args:
         emb_sim: (N_sim, D), N_sim >= 4.
         emb_real: (N_real, D), N_real >= 4.
-        episodes_sim, episodes_real: optional length-N episode ids per side.
+        episodes_sim: optional length-N episode ids per side.
+        episodes_real: optional length-N episode ids per side.
         n_permutations: in [1, 100000]; default 200.
         max_samples: frames per side, in [4, 5000]; default 1000. The kernel matrix is
             (2 max_samples)^2 float64: 32 MB at 1000, 800 MB at 5000.
