@@ -62,8 +62,11 @@ def _short_floats(v: Any) -> Any:
 
 
 def compact(v: Any, limit: int = 400) -> str:
-    """Any evidence value as short text: numbers formatted, nested values as compact JSON."""
-    if isinstance(v, (dict, list, tuple)):
+    """Any evidence value as short text: numbers formatted, a flat list as its items joined by commas,
+    nested values as compact JSON."""
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, (str, int, float)) for x in v):
+        s = ", ".join(compact(x, limit) for x in v)
+    elif isinstance(v, (dict, list, tuple)):
         try:
             s = json.dumps(_short_floats(v), separators=(", ", ": "), default=str, allow_nan=True)
         except (TypeError, ValueError):

@@ -87,7 +87,7 @@ def perception_findings(encoders: list[dict[str, Any]], stats_findings: list[Fin
         ev = {"encoders": {e["name"]: {"distance": e["centroid_distance_norm"], "noise_floor": e["noise_floor"]} for e in usable},
               "factors": [f.code for f in factors]}
         if factors:
-            named = "; ".join(f"{f.code} ({f.title})" for f in factors)
+            named = "; ".join(f"{f.code} ({f.title.rstrip('.')})" for f in factors)
             action = "Randomize " + ", ".join(_FACTOR_ACTIONS[f.code] for f in factors) + \
                      " in the simulator by at least the measured offsets: " + named + "."
         else:
