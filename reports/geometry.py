@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import num
-from perception_gap.reports.plots import PALETTE, REAL_COLOR, SIM_COLOR, _figure, _png
+from perception_gap.reports.plots import PALETTE, REAL_COLOR, SIM_COLOR, _figure, _png, legend_beside
 from perception_gap.wording import sig
 
 MAX_LAYERS = 4
@@ -95,15 +95,31 @@ def replay_plot(episodes: Sequence[Mapping[str, Any]]) -> Markup | None:
     return _png(fig)
 
 
+def _layers(pts: Sequence[Sequence[float]], rep: Mapping[str, Any]) -> list[float]:
+    """The grid layers (z) the heatmaps draw, the same for the error and the coverage figures: all
+    of them up to MAX_LAYERS; past that, the layers holding the most initial states and failures
+    when the check has coverage (so no start is hidden in an undrawn layer while a drawn one is
+    empty), else evenly spaced ones."""
+    zs = sorted({round(p[2], 6) for p in pts})
+    if len(zs) <= MAX_LAYERS:
+        return zs
+    cells = (rep.get("coverage") or {}).get("cells") if isinstance(rep.get("coverage"), Mapping) else None
+    counts = [(a or 0) + (b or 0) for a, b in zip((cells or {}).get("n_states") or [], (cells or {}).get("n_failures") or [])]
+    if len(counts) == len(pts) and any(counts):
+        per_z = {z: 0 for z in zs}
+        for p, c in zip(pts, counts):
+            per_z[round(p[2], 6)] += c
+        return sorted(sorted(zs, key=lambda z: -per_z[z])[:MAX_LAYERS])
+    return [zs[round(i * (len(zs) - 1) / (MAX_LAYERS - 1))] for i in range(MAX_LAYERS)]
+
+
 def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
     """Heatmaps of the error per grid layer (z), and error against distance with the fitted line."""
     grid = rep.get("grid") or {}
     pts, err = grid.get("points") or [], grid.get("error_px") or []
     if not pts:
         return []
-    zs = sorted({round(p[2], 6) for p in pts})
-    if len(zs) > MAX_LAYERS:
-        zs = [zs[round(i * (len(zs) - 1) / (MAX_LAYERS - 1))] for i in range(MAX_LAYERS)]
+    zs = _layers(pts, rep)
     vals = [e for e in err if _ok(e)]
     vmax = max(vals) if vals else 1.0
     fig = _figure(3.2 * len(zs) + 0.8, 3.0)
@@ -129,7 +145,7 @@ def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
         ax.scatter(d, vals, s=6, color="#7f8c8d")
         if d:
             ax.plot([0, max(d)], [icpt, icpt + slope * max(d)], color="#c0392b", label=f"{sig(slope)} px/m")
-            ax.legend(fontsize=8)
+            legend_beside(ax, fontsize=8)
         ax.set_xlabel("distance from the grid centre (m)")
         ax.set_ylabel("error (px)")
         out.append(_png(fig2))
@@ -146,9 +162,7 @@ def coverage_plot(rep: Mapping[str, Any]) -> Markup | None:
     states, fails = cov["cells"].get("n_states") or [], cov["cells"].get("n_failures") or []
     if len(states) != len(pts) or len(fails) != len(pts):
         return None
-    zs = sorted({round(p[2], 6) for p in pts})
-    if len(zs) > MAX_LAYERS:
-        zs = [zs[round(i * (len(zs) - 1) / (MAX_LAYERS - 1))] for i in range(MAX_LAYERS)]
+    zs = _layers(pts, rep)
     vmax = max(max(states), 1)
     fmax = max(max(fails), 1)
     fig = _figure(3.2 * len(zs) + 0.8, 3.0)
@@ -165,6 +179,10 @@ def coverage_plot(rep: Mapping[str, Any]) -> Markup | None:
         ax.set_xlabel("x (m)", fontsize=8)
         ax.set_aspect("equal", adjustable="datalim")
     fig.colorbar(sc, ax=fig.axes, label="initial states per cell")
+    hidden = sum(states[i] + fails[i] for i, p in enumerate(pts) if round(p[2], 6) not in zs)
+    if hidden:
+        fig.suptitle(f"{hidden:,} starts and failures lie in the {len({round(p[2], 6) for p in pts}) - len(zs)} "
+                     "layers not drawn", fontsize=8)
     return _png(fig)
 
 

@@ -183,3 +183,30 @@ def test_bad_initial_states_are_one_line_exit_2(tmp_path, capsys, body, needle):
     assert main(["reprojection", str(cams), "--initial-states", str(tmp_path / "s.csv")]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and "\n" not in err
+
+
+def test_past_four_layers_the_figures_draw_the_layers_that_hold_the_starts(monkeypatch):
+    """Nine grid layers, starts and failures in layers 2 and 7 only: both the error heatmap and the
+    coverage figure draw the same four layers, 2 and 7 among them, and the coverage figure says how
+    many starts lie in the layers it leaves out (here none)."""
+    from perception_gap.reports.geometry import coverage_plot, reprojection_plots
+
+    drawn = capture(monkeypatch)
+    zs = [round(0.05 * k, 2) for k in range(9)]
+    pts = [[x, y, z] for z in zs for x in (0.0, 0.1) for y in (0.0, 0.1)]
+    states = [5 if p[2] in (zs[2], zs[7]) else 0 for p in pts]
+    fails = [1 if p[2] == zs[7] else 0 for p in pts]
+    rep = {"grid": {"points": pts, "error_px": [1.0] * len(pts)},
+           "coverage": {"cells": {"n_states": states, "n_failures": fails}}}
+    assert coverage_plot(rep) is not None and reprojection_plots(rep)
+    heat, cov = only(drawn, "reprojection_plots")[0], only(drawn, "coverage_plot")[0]
+    titles = [[ax.get_title() for ax in d.axes] for d in (heat, cov)]
+    assert titles[0] == titles[1] and len(titles[0]) == 4
+    assert {"z = 0.1 m", "z = 0.35 m"} <= set(titles[1])
+    assert cov.figure.get_suptitle() == ""
+    # the four layers drawn cannot hold starts in five layers: the figure counts the rest
+    states = [5 if p[2] in zs[:5] else 0 for p in pts]
+    rep["coverage"]["cells"]["n_states"] = states
+    drawn.clear()
+    coverage_plot(rep)
+    assert only(drawn, "coverage_plot")[0].figure.get_suptitle() == "24 starts and failures lie in the 5 layers not drawn"
