@@ -48,6 +48,15 @@ def legend_beside(ax, fontsize: float = 7, **kw) -> None:
     ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kw)
 
 
+def legend_below(fig, ax, fontsize: float = 7) -> None:
+    """The legend of `ax` under the whole figure, in one row: for figures of several panels, where a
+    legend beside one panel would cover the next (the PNG is cropped to what is drawn)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=len(handles), frameon=False)
+
+
 def _figure(w: float, h: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -185,7 +194,7 @@ def pca_scatter(encoders: Sequence[dict[str, Any]], names: tuple[str, str],
         ax.set_xticks([])
         ax.set_yticks([])
         if k == 0:
-            ax.legend(fontsize=7)
+            legend_below(fig, ax)
     fig.suptitle("2-D PCA of the standardized embeddings (subsampled), sim vs real", fontsize=10)
     fig.tight_layout()
     return _png(fig)
@@ -223,7 +232,7 @@ def cosine_histograms(encoders: Sequence[dict[str, Any]]) -> Markup | None:
         ax.xaxis.set_major_locator(MaxNLocator(4))
         if k == 0:
             ax.set_ylabel("pairs", fontsize=8)
-            ax.legend(fontsize=7)
+            legend_below(fig, ax)
     first.set_xlim(0, right * 1.05 or 1.0)
     title = "Paired cosine distance per encoder (shared scale; dash-dot: shuffled-pair reference)"
     if any_clip:

@@ -84,8 +84,11 @@ def lines(ax) -> list[tuple[np.ndarray, np.ndarray, str, str, str]]:
 
 
 def legend(ax) -> dict[str, str]:
-    """Legend text -> the colour of its swatch (line, marker, patch or collection)."""
+    """Legend text -> the colour of its swatch (line, marker, patch or collection); a figure of several
+    panels puts the first panel's legend under the figure (`legend_below`), read as that panel's."""
     lg = ax.get_legend()
+    if lg is None and ax.figure.legends and ax is ax.figure.axes[0]:
+        lg = ax.figure.legends[0]
     if lg is None:
         return {}
     out = {}
