@@ -101,6 +101,13 @@ def test_unpaired_tone_curve(frames, tmp_path, g):
     assert not {"brightness", "white_balance", "channel_swap"} & D.named(res), D.codes(res)
 
 
+def test_unpaired_tone_curve_needs_eight_frames_a_side(frames, tmp_path):
+    """At 6 photos a side the pooled quantiles of different scenes vary as much as a curve moves them:
+    no unpaired tone-curve reading is made, even of a missing encode."""
+    res = D.run_folders(tmp_path, *D.unpaired(frames, sim_fn=_power(2.2), n=6))
+    assert "tone_curve" not in D.named(res), D.codes(res)
+
+
 @pytest.mark.parametrize("stops", [1.0, -1.0])
 def test_unpaired_exposure_is_not_tone_curve(frames, tmp_path, stops):
     res = D.run_folders(tmp_path, *D.unpaired(frames, real_fn=lambda a: D.expose(a, stops)))

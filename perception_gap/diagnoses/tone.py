@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from perception_gap.diagnoses.common import DIST_MIN_FRAMES, dist_clear, excludes_zero, median_ci, num, nums
+from perception_gap.diagnoses.common import dist_clear, excludes_zero, median_ci, num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.diagnoses.thumbs import CENTRE, CORNERS, aligned_pairs, linear, radial_profile, set_thumbs
 from perception_gap.findings import Finding
@@ -47,6 +47,10 @@ QQ_BOOT = 200
 QQ_CI = 0.95
 QQ_MIN_LEVELS = 5
 QQ_MIN_EPISODES = 5  # resample episodes (not frames) when each side has at least this many
+# Unpaired frames a side the quantile-quantile reading needs: with 5-6 different photos a side the
+# pooled quantiles of random halves of one tune camera reach 2^+-0.68 and 1 split in 40 clears the
+# bar (at 8 a side: 2^+-0.55, none of 70).
+QQ_MIN_FRAMES = 8
 TONE_MIN_POINTS = 4
 # Paired, a quantile mapping within this median |log2| distance of a missing sRGB encode (sim stores
 # real's linear light) or a doubled one is read as that fault. The sRGB decode is not a pure power:
@@ -159,7 +163,7 @@ def check_tone_curve(ctx: Context) -> Finding | None:
         double = fits.get("double_encode_residual_log2", math.inf) <= ENCODE_RESIDUAL
     else:
         basis, n_pairs = "distribution", 0
-        sides = set_thumbs(ctx, DIST_MIN_FRAMES)
+        sides = set_thumbs(ctx, QQ_MIN_FRAMES)
         if sides is None:
             return None
         ts, tr = sides
