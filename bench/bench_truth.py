@@ -79,9 +79,10 @@ LIMITS.update(_spatial_limits())
 # `insufficient_data` info). `--min-unpaired 4` gives the figure over 4-frame sides too.
 MIN_SIDE_FRAMES = {"paired": 3, "unpaired": 5}
 # ... and unpaired resize-filter and sharpness cases need the engine's HF_MIN_FRAMES (8): their
-# per-frame signatures vary by scene, and below 8 a side the engine says so (`insufficient_data`).
+# per-frame signatures vary by scene, and below 8 a side the engine says so (`insufficient_data`);
+# the unpaired tone-curve reading needs as many (`tone.QQ_MIN_FRAMES`).
 MIN_SIDE_FRAMES_HF = 8
-HF_FAMILIES = ("resize_filter", "sharpness")
+HF_FAMILIES = ("resize_filter", "sharpness", "tone_curve")
 # Cameras tuned on; every other camera (and any camera of another data folder) is holdout.
 TUNE_CAMERAS = ("simpler_320x256", "rgbd_640x480", "voc100_500x375")
 HOLDOUT_SEED = 1000  # holdout cases use seeds HOLDOUT_SEED, HOLDOUT_SEED + 1, ...
