@@ -670,7 +670,7 @@ def _audited(tmp: Path, body: str, log: Path) -> subprocess.CompletedProcess:
 
 
 def test_a_full_run_opens_no_network_socket(crash_world, tmp_path):
-    tmp, template, _ = crash_world
+    tmp, _, _ = crash_world
     log = tmp_path / "net.log"
     # known answer for the audit itself: a socket and a name lookup are caught
     p = _audited(tmp_path, "import socket\ns = socket.socket()\ntry:\n    socket.getaddrinfo('localhost', 80)\n"
@@ -678,11 +678,15 @@ def test_a_full_run_opens_no_network_socket(crash_world, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "socket" in log.read_text() and "getaddrinfo" in log.read_text()
     log.unlink()
+    # 60 frames a side of the crash world (3 episodes each), indexed and analysed in the audited process:
+    # index, statistics, embeddings through a real encoder, metrics, probes and the report
+    rows = [json.loads(line) for line in (tmp / "m.jsonl").read_text().splitlines()]
+    manifest = _manifest(tmp / "m60.jsonl", [r for r in rows if int(r["pair_key"][1:]) < 60])
     db = tmp_path / "c.duckdb"
-    db.write_bytes(template.read_bytes())  # indexed only: run computes statistics, embeddings and everything
+    index = ["index", "--manifest", str(manifest), "--db", str(db), "-q"]
     argv = ["run", "--sim", "csim", "--real", "creal", "--db", str(db), "--out", str(tmp_path / "out"), "-q",
             "--encoders", "pixel,efficientnet-lite0"]
-    p = _audited(tmp_path, f"import cli\nsys.exit(cli.main({argv!r}))", log)
+    p = _audited(tmp_path, f"import cli\nassert cli.main({index!r}) == 0\nsys.exit(cli.main({argv!r}))", log)
     clean(p)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "out" / "report.html").exists()
