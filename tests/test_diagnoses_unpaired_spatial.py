@@ -193,3 +193,25 @@ def test_paired_motion_blur_of_soft_frames_is_never_compression(shared_data, tmp
     if res["findings"]:
         ev = D.first(res, "motion_blur", "gap")
         assert (ev["blurred_side"], ev["direction"]) == ("real", "horizontal"), ev
+
+
+def test_paired_noise_on_jpeg_files_of_clean_renders_is_sensor_noise(shared_data, tmp_path):
+    """The RGB-D sample's rendered-looking 640x480 frames (no sensor noise of their own) against the
+    same frames with sigma-8 noise stored as JPEG q90: noise, not aliasing on the JPEG side."""
+    src = sorted((shared_data / "rgbd" / "color").glob("*.jpg"))
+    if len(src) < 5:
+        pytest.skip(f"need the 5 RGB-D colour frames under {shared_data}")
+    rng = np.random.default_rng(5)
+    frames = [np.asarray(Image.open(p).convert("RGB")) for p in src[:5]]
+    D.write_set(tmp_path / "sim", {f"f{i}": a for i, a in enumerate(frames)})
+    (tmp_path / "real").mkdir()
+    for i, a in enumerate(frames):
+        noisy = np.clip(np.round(a + rng.normal(0.0, 8.0, a.shape)), 0, 255).astype(np.uint8)
+        Image.fromarray(noisy).save(tmp_path / "real" / f"f{i}.jpg", quality=90)
+    db = tmp_path / "c.duckdb"
+    D.index(db, str(tmp_path / "sim"), "--set", "s", "--domain", "sim")
+    D.index(db, str(tmp_path / "real"), "--set", "r", "--domain", "real")
+    res = D.stats(tmp_path)
+    ev = D.first(res, "sensor_noise", "gap")
+    assert ev["noisier_side"] == "real", ev
+    assert "resize_filter" not in D.named(res), D.codes(res)
