@@ -33,3 +33,17 @@ def shared_data() -> Path:
     if not d.is_dir():
         pytest.skip(f"real test data not found at {d} (set PERCEPTION_GAP_DATA)")
     return d
+
+
+@pytest.fixture(scope="module")
+def frames(shared_data: Path) -> list:
+    """The diagnosis tests' real RGB frames: `N_FRAMES` VOC photos (uint8, 120 x 160 x 3), read and
+    resized once per module (tests/diagnosis_cases.py)."""
+    try:
+        import diagnosis_cases as D
+    except ImportError:  # tests/ imported as a package
+        from tests import diagnosis_cases as D
+    src = D.voc_sources(shared_data)
+    if len(src) < D.N_FRAMES:
+        pytest.skip(f"need {D.N_FRAMES} VOC frames under {shared_data}")
+    return D.load_frames(src)

@@ -23,14 +23,6 @@ except ImportError:  # tests/ imported as a package
     from tests import diagnosis_cases as D
 
 
-@pytest.fixture(scope="module")
-def frames(shared_data: Path) -> list[np.ndarray]:
-    """`D.N_FRAMES` real RGB frames (uint8, 120 x 160 x 3), read and resized once for the module."""
-    src = D.voc_sources(shared_data)
-    if len(src) < D.N_FRAMES:
-        pytest.skip(f"need {D.N_FRAMES} VOC frames under {shared_data}")
-    return D.load_frames(src)
-
 
 # --- tone curve ------------------------------------------------------------------------------------
 
