@@ -406,7 +406,7 @@ def test_bad_depth_all_zero_nan_and_wrong_dtype(tmp_path):
 
 # -- crash safety: kill -9 at random points, rerun, nothing lost or doubled ----------------------------------
 
-N_CRASH = 600  # frames a side: enough that every command is mid-work for most of its lifetime
+N_CRASH = 400  # frames a side: enough that every command is mid-work for most of its lifetime
 N_TINY = 12_000  # 8x8 frames for `index`: three catalog batches (ingest.BATCH = 4096)
 
 
@@ -461,8 +461,8 @@ def crash_world(tmp_path_factory):
     return tmp, template, durations
 
 
-@pytest.mark.parametrize("kind", ["index", "embed", "run"])
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# three random kill points for the catalog writers, two for `run` (its rerun is the longest)
+@pytest.mark.parametrize("kind, seed", [(k, s) for k in ("index", "embed", "run") for s in range(2 if k == "run" else 3)])
 def test_kill_9_at_a_random_point_then_rerun_completes_exactly(crash_world, tmp_path, kind, seed):
     tmp, template, durations = crash_world
     db = tmp_path / "c.duckdb"
