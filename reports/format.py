@@ -62,10 +62,10 @@ def _short_floats(v: Any) -> Any:
 
 
 def compact(v: Any, limit: int = 400) -> str:
-    """Any evidence value as short text: numbers formatted, a flat list as its items joined by commas,
-    nested values as compact JSON."""
-    if isinstance(v, (list, tuple)) and v and all(isinstance(x, (str, int, float)) for x in v):
-        s = ", ".join(compact(x, limit) for x in v)
+    """Any evidence value as short text: numbers formatted, a list of names as the names joined by
+    commas, other lists (an interval's `[low, high]`) and nested values as compact JSON."""
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, str) for x in v):
+        s = ", ".join(v)
     elif isinstance(v, (dict, list, tuple)):
         try:
             s = json.dumps(_short_floats(v), separators=(", ", ": "), default=str, allow_nan=True)
