@@ -13,6 +13,8 @@ Every family injects one classic renderer or pipeline fault into real camera fra
 - `pair_sync`: real frames keyed one step late (each pair shows the neighbouring frame);
 - `depth_invalid`: sim marks its holes with 65535, real with 0;
 - `depth_registration`: sim depth moved the magnitude in pixels against its RGB;
+- `depth_registration/real_edge_holes`: the same, with the real depth registered but invalid along its
+  object edges (a stereo depth camera's holes), paired;
 - `control/*`: proprio dimensions dropped, scaled x10, or the gripper's sign flipped;
 - `frame_format`: real frames stored as 1-channel 16-bit;
 - `resize_filter/real_aliased`: both sides downscaled by the magnitude, sim area-filtered (box),
@@ -29,7 +31,7 @@ from dataclasses import replace
 import faults as F  # tests/faults.py
 import numpy as np
 from PIL import Image
-from scipy.ndimage import uniform_filter1d
+from scipy.ndimage import binary_dilation, uniform_filter1d
 from truth_cases import Fault, Side, _map, _proprio, _scaled, _sim, add_holes, pointwise
 
 
@@ -92,6 +94,23 @@ def _registration(s: Side, r: Side, m: float, rng: np.random.Generator) -> tuple
     return replace(s, depth=tuple(_shift_depth(d, m) for d in s.depth)), r
 
 
+def edge_holes(rgb: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """`d` invalid (0) near the strongest colour edges: the top 4% of the luma gradient grown by
+    3 px, about a fifth of the frame, as a stereo depth camera loses object boundaries, shadows and
+    transparent or shiny edges."""
+    g = rgb.astype(np.float64)[..., :3].mean(axis=2)
+    mag = np.hypot(*np.gradient(g))
+    out = d.copy()
+    out[binary_dilation(mag > np.percentile(mag, 96), iterations=3)] = 0
+    return out
+
+
+def _registration_holes(s: Side, r: Side, m: float, rng: np.random.Generator) -> tuple[Side, Side]:
+    """Sim depth shifted by `m` px, real depth (registered) with holes along its object edges."""
+    return (replace(s, depth=tuple(_shift_depth(d, m) for d in s.depth)),
+            replace(r, depth=tuple(edge_holes(a, d) for a, d in zip(r.rgb, r.depth))))
+
+
 def _control(kind: str):
     """Proprio through a manifest: 7 joints and a gripper opening in [0.5, 1]; the fault on one side."""
     def t(s: Side, r: Side, m: float, rng: np.random.Generator) -> tuple[Side, Side]:
@@ -139,6 +158,8 @@ FAULTS: tuple[Fault, ...] = (
     Fault("depth_invalid", "depth_invalid", "bug", "holes pts", (5.0,), (5.0,), _invalid, needs="depth"),
     Fault("depth_registration", "depth_registration", "bug", "px", (6.0, 12.0, 24.0), (12.0,), _registration,
           needs="depth", label=lambda m: f"{m:g}px"),
+    Fault("depth_registration/real_edge_holes", "depth_registration", "bug", "px", (12.0, 24.0), (12.0,),
+          _registration_holes, needs="depth", bases=("paired",), label=lambda m: f"{m:g}px"),
     Fault("control/dims", "control_dims", "bug", "-", _ONE, _ONE, _control("dims")),
     Fault("control/scale", "control_scale", "bug", "factor", (10.0,), (10.0,), _control("scale")),
     Fault("control/sign", "control_sign", "bug", "-", _ONE, _ONE, _control("sign")),
@@ -167,6 +188,7 @@ LIMITS: dict[str, dict[str, float]] = {
     "depth_invalid": {"paired": 1, "unpaired": 1},
     # unpaired: the one tune camera with depth has 5 frames (2 and 3 a side), under the 3 a side needed
     "depth_registration": {"paired": 12, "unpaired": math.inf},
+    "depth_registration/real_edge_holes": {"paired": 12, "unpaired": math.inf},
     "control/dims": {"paired": 1, "unpaired": 1},
     "control/scale": {"paired": 10, "unpaired": 10},
     "control/sign": {"paired": 1, "unpaired": 1},

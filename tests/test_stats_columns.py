@@ -109,6 +109,32 @@ def test_a_version_3_catalog_keeps_its_statistics_cache(tmp_path):
     con.close()
 
 
+@pytest.mark.parametrize("revision", [None, "1"], ids=["no_revision", "revision_1"])
+def test_statistics_of_an_older_definition_are_dropped_once(tmp_path, revision):
+    """A catalog whose cached statistics were computed by an older definition of them (its
+    `stats_revision` below `STATS_REVISION`, or none: written before revisions were kept) drops its
+    cache on the next writing open and records the revision, so the next open keeps what is new."""
+    from perception_gap.catalog.schema import STATS_REVISION
+
+    db = tmp_path / "c.duckdb"
+    with Catalog(db) as cat:
+        cat.write_image_stats([("h", _stats()[0], None)])
+        cat.write_depth_stats([("d", _stats()[1], None)])
+    con = duckdb.connect(str(db))
+    con.execute("DELETE FROM meta WHERE key = 'stats_revision'")
+    if revision is not None:
+        con.execute("INSERT INTO meta VALUES ('stats_revision', ?)", [revision])
+    con.close()
+    with Catalog(db) as cat:
+        cat.write_image_stats([("new", _stats()[0], None)])
+    Catalog(db).close()
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT content_hash FROM frame_stats").fetchall() == [("new",)]
+    assert con.execute("SELECT count(*) FROM depth_stats").fetchone() == (0,)
+    assert con.execute("SELECT value FROM meta WHERE key = 'stats_revision'").fetchall() == [(str(STATS_REVISION),)]
+    con.close()
+
+
 @pytest.mark.parametrize("table", list(STATS_TABLES))
 def test_arrow_rows_have_the_stored_types_and_round_trip(tmp_path, table):
     """What the catalog writes (and the Ray engine's shards hold) has the types DuckDB stores, and a

@@ -24,7 +24,15 @@ from perception_gap.catalog.embeddings import EmbeddingsMixin
 from perception_gap.catalog.frames import FramesMixin
 from perception_gap.catalog.locking import WriterLock, check_db_path
 from perception_gap.catalog.runs import RunsMixin
-from perception_gap.catalog.schema import DEFAULT_DB, FRAME_MIGRATIONS, SCHEMA, SCHEMA_VERSION, STATS_COLUMNS, TABLES
+from perception_gap.catalog.schema import (
+    DEFAULT_DB,
+    FRAME_MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    STATS_COLUMNS,
+    STATS_REVISION,
+    TABLES,
+)
 from perception_gap.catalog.sets import SetsMixin
 from perception_gap.catalog.shards import ShardsMixin
 from perception_gap.catalog.stats_cache import StatsCacheMixin
@@ -211,27 +219,37 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
         with self._transaction():
             self.con.execute(SCHEMA)
             self.con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            self.con.execute("INSERT INTO meta VALUES ('stats_revision', ?)", [str(STATS_REVISION)])
 
     def _add_histogram_columns(self) -> None:
         """Add the statistics columns an older catalog lacks, and drop its statistics cache.
 
         Statistics are a pure function of content, so the cache is recomputed on the next
         `stats` or `run`; nothing else is touched. The columns come from the schema itself
-        (`STATS_COLUMNS`), so a new statistic needs no migration code of its own.
+        (`STATS_COLUMNS`), so a new statistic needs no migration code of its own. A catalog whose
+        statistics were computed by an older definition (`STATS_REVISION`) drops its cache too.
         """
         cols = {(t, c) for t, c in self.con.execute(
             "SELECT table_name, column_name FROM information_schema.columns "
             "WHERE table_name IN ('frame_stats', 'depth_stats')").fetchall()}
         missing = [(t, c, ty) for t, c, ty in STATS_COLUMNS if (t, c) not in cols]
-        if not missing:
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'stats_revision'").fetchone()
+        stale = row is None or row[0] != str(STATS_REVISION)
+        if not missing and not stale:
             return
         with self._transaction():
             for table, col, typ in missing:
                 self.con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {col} {typ}")
             self.con.execute("DELETE FROM frame_stats")
             self.con.execute("DELETE FROM depth_stats")
-        log.info("catalog: added statistics columns %s; cached statistics will be recomputed",
-                 ", ".join(c for _t, c, _ty in missing))
+            self.con.execute("DELETE FROM meta WHERE key = 'stats_revision'")
+            self.con.execute("INSERT INTO meta VALUES ('stats_revision', ?)", [str(STATS_REVISION)])
+        if missing:
+            log.info("catalog: added statistics columns %s; cached statistics will be recomputed",
+                     ", ".join(c for _t, c, _ty in missing))
+        else:
+            log.info("catalog: statistics of an older definition (revision %s); they will be recomputed",
+                     row[0] if row else "1")
 
 
 # added after a catalog's first version: created when absent (`listing_repeats`: a v1 catalog upgrading)

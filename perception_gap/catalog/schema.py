@@ -15,6 +15,11 @@ from perception_gap.statistics.depth import DepthStats
 from perception_gap.statistics.image import ImageStats
 
 SCHEMA_VERSION = 3
+# How the cached statistics are computed: raised whenever a statistic's definition changes (not
+# its columns, which migrate by themselves), so that a catalog holding statistics of an older
+# definition drops its cache and measures again. 2: depth edge profiles average over valid
+# neighbour pairs only.
+STATS_REVISION = 2
 # Columns each schema version added to `frames`, applied in order by `Catalog._migrate`
 # (version 2: frames inside containers, see `perception_gap.ingest.containers`; version 3: depth
 # maps inside containers and frame timestamps, see `perception_gap.ingest.rosbag`).

@@ -57,16 +57,26 @@ def edge_profiles(g: np.ndarray, stride: int, height: int, width: int,
         g: (h, w) sampling grid (`sample_grid` at `stride`) of luma or depth, float.
         stride: the grid's stride in pixels.
         height, width: the frame's size in pixels.
-        valid: optional (h, w) mask; differences touching an invalid sample count as 0.
+        valid: optional (h, w) mask of the samples that hold a value. A difference is averaged
+            over the valid neighbour pairs of its column (row) only, so where holes gather (a
+            depth camera's invalid pixels cluster along object edges) the profile keeps the
+            edges that remain instead of sinking with the share of holes; a column (row) with
+            no valid pair reads 0.
     """
     g = np.asarray(g, dtype=np.float64)
     h, w = g.shape
     if h < 2 or w < 2:
         return tuple(0.0 for _ in range(2 * EDGE_BINS))
-    ok = np.isfinite(g) if valid is None else (valid & np.isfinite(g))
-    z = np.where(ok, g, 0.0)
-    dx = np.where(ok[:, 1:] & ok[:, :-1], np.abs(z[:, 1:] - z[:, :-1]), 0.0).mean(axis=0)
-    dy = np.where(ok[1:] & ok[:-1], np.abs(z[1:] - z[:-1]), 0.0).mean(axis=1)
+    if valid is None and bool(np.isfinite(g).all()):
+        dx = np.abs(np.diff(g, axis=1)).mean(axis=0)
+        dy = np.abs(np.diff(g, axis=0)).mean(axis=1)
+    else:
+        ok = np.isfinite(g) if valid is None else (valid & np.isfinite(g))
+        z = np.where(ok, g, 0.0)
+        px, py = ok[:, 1:] & ok[:, :-1], ok[1:] & ok[:-1]
+        nx, ny = px.sum(axis=0), py.sum(axis=1)
+        dx = np.where(px, np.abs(z[:, 1:] - z[:, :-1]), 0.0).sum(axis=0) / np.maximum(nx, 1)
+        dy = np.where(py, np.abs(z[1:] - z[:-1]), 0.0).sum(axis=1) / np.maximum(ny, 1)
     o = stride // 2 if stride > 1 else 0
     centres = (np.arange(EDGE_BINS) + 0.5) / EDGE_BINS
     px = (o + (np.arange(w - 1) + 0.5) * stride) / width
