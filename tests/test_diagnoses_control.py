@@ -122,6 +122,29 @@ def test_unpaired_control_scale_and_sign(frames, tmp_path, kind):
         assert "control_scale" not in D.named(res), D.codes(res)
 
 
+def test_unpaired_sign_needs_five_frames_a_side(frames, tmp_path):
+    """Two and three frames of different stretches of a joint that crosses zero can sit on opposite
+    sides of it by chance: no flip is read from so few (the rule needs SIGN_MIN_FRAMES a side); the
+    same values repeated to five frames a side, all of one sign each, are a flip."""
+    from perception_gap.diagnoses.control import SIGN_MIN_FRAMES
+
+    assert SIGN_MIN_FRAMES == 5
+    traj = _trajectory(6, seed=7)
+    for k, (n_s, n_r) in enumerate(((2, 3), (5, 5))):
+        sim, real = traj[:n_s].copy(), traj[:n_r].copy()
+        sim[:, 0] = np.resize([0.31, 0.29, 0.33], n_s)
+        real[:, 0] = np.resize([-0.30, -0.32, -0.28], n_r)
+        case = tmp_path / f"c{k}"
+        case.mkdir()
+        rows = _rows(case, frames[:n_s], sim, real, real_frames=frames[N:N + n_r],
+                     sim_keys=[f"s{i}" for i in range(n_s)], real_keys=[f"r{i}" for i in range(n_r)])
+        res = D.run_manifest(case, rows)
+        if n_s < SIGN_MIN_FRAMES:
+            assert "control_sign" not in D.named(res), D.codes(res)
+        else:
+            assert D.first(res, "control_sign", "bug")["dims"] == [0]
+
+
 def test_same_control_vectors_are_quiet(frames, tmp_path):
     traj = _trajectory(N, seed=3)
     rows = _rows(tmp_path, frames[:N], traj, traj + np.random.default_rng(4).normal(0, 0.005, traj.shape))

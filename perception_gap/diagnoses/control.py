@@ -25,8 +25,13 @@ from perception_gap.findings import Finding
 # their own (random disjoint stretches of one robot's joints), so both must differ by 5x.
 SCALE_RATIO = {"pairs": 2.5, "distribution": 5.0}
 MIN_CORR = 0.9
-# Unpaired sign flip: the means are opposite, each at least this many standard deviations from zero.
+# Unpaired sign flip: the means are opposite, each at least this many standard deviations from
+# zero, with SIGN_SHARE of each side's values on its mean's side of zero and SIGN_MIN_FRAMES a side
+# (two or three frames of a joint stretch lie on one side of zero by chance: a clean control of 2
+# and 3 frames a side read a flip).
 SIGN_MEAN_SD = 1.5
+SIGN_SHARE = 0.9
+SIGN_MIN_FRAMES = 5
 
 
 def _per_dim(basis: str, sv: np.ndarray, rv: np.ndarray) -> list[tuple[float, bool]]:
@@ -49,7 +54,10 @@ def _per_dim(basis: str, sv: np.ndarray, rv: np.ndarray) -> list[tuple[float, bo
                 out.append((math.nan, False))
                 continue
             ms, mr, sds, sdr = float(s.mean()), float(r.mean()), float(s.std()), float(r.std())
-            flipped = ms * mr < 0 and abs(ms) >= SIGN_MEAN_SD * sds and abs(mr) >= SIGN_MEAN_SD * sdr
+            flipped = (ms * mr < 0 and abs(ms) >= SIGN_MEAN_SD * sds and abs(mr) >= SIGN_MEAN_SD * sdr
+                       and min(len(s), len(r)) >= SIGN_MIN_FRAMES
+                       and float(np.mean(np.sign(s) == np.sign(ms))) >= SIGN_SHARE
+                       and float(np.mean(np.sign(r) == np.sign(mr))) >= SIGN_SHARE)
             spread_agrees = sds > 1e-9 and sdr > 1e-9 and abs(math.log(sds / sdr)) >= math.log(SCALE_RATIO["distribution"])
             out.append(((-1.0 if flipped else 1.0) * rs / rr, flipped or spread_agrees or abs(math.log(rs / rr)) < 1e-9))
     return out
