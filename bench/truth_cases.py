@@ -185,6 +185,26 @@ def wavelet_noise_sigma(rgb: np.ndarray) -> float:
     return max(float(np.median(np.abs(hh))) / 0.6745, 1e-3)
 
 
+FIXED_NCC = 0.7
+
+
+def fixed_camera(side: Side, size: int = 32) -> bool:
+    """Whether the side's frames come from a fixed view: the mean grey images of its even and of its
+    odd frames (downsampled to `size` x `size`, area filter) correlate at FIXED_NCC or more. What an
+    unpaired mean-image reading (field of view) needs; VOC photos, one scene each, do not."""
+    def mean_grey(frames: tuple[np.ndarray, ...]) -> np.ndarray:
+        g = [np.asarray(Image.fromarray(np.asarray(a)[..., :3].astype(np.uint8)).convert("L")
+                        .resize((size, size), Image.BOX), np.float64) for a in frames]
+        return np.mean(g, axis=0)
+
+    if len(side.rgb) < 4 or any(np.asarray(a).dtype != np.uint8 for a in side.rgb):
+        return False
+    a, b = mean_grey(side.rgb[0::2]), mean_grey(side.rgb[1::2])
+    a, b = a - a.mean(), b - b.mean()
+    den = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    return den > 0 and float((a * b).sum()) / den >= FIXED_NCC
+
+
 def scene_spread_clear(family: str, sim: Side, real: Side, z: float = 3.0, alpha: float = 0.01) -> bool:
     """Whether the faulted unpaired sets differ clearly by the documented distribution bar.
 
@@ -198,7 +218,8 @@ def scene_spread_clear(family: str, sim: Side, real: Side, z: float = 3.0, alpha
     neither); sensor noise on log2 of each frame's luma noise sigma by the wavelet MAD estimator
     (median |finest diagonal Haar coefficient| / 0.6745, Donoho and Johnstone 1994; the engine
     uses a different one); depth dropout on the per-frame share of invalid depth pixels (points).
-    True for other families (their fixed limits apply).
+    Field of view, unpaired, is read from the set mean images: only a fixed camera's count
+    (`fixed_camera`). True for other families (their fixed limits apply).
     """
     from scipy.stats import mannwhitneyu
 
@@ -212,6 +233,8 @@ def scene_spread_clear(family: str, sim: Side, real: Side, z: float = 3.0, alpha
             return False
         return float(mannwhitneyu(a, b, alternative="two-sided").pvalue) <= alpha
 
+    if family == "field_of_view":
+        return fixed_camera(real)
     if family == "depth_dropout" and sim.depth is not None and real.depth is not None:
         return clear(np.array([100.0 * np.mean(d <= 0) for d in sim.depth]),
                      np.array([100.0 * np.mean(d <= 0) for d in real.depth]))

@@ -1,8 +1,9 @@
-"""Unpaired transfer curve, orientation and the faults that must not read as a resize-filter bug.
+"""Unpaired transfer curve, orientation, field of view and the faults that must not read as a
+resize-filter bug.
 
 End to end through the CLI on real frames from `../shared/data` (skipped without them): PASCAL VOC
 photos resized to 160x120 (`diagnosis_cases`), and SimplerEnv's fixed 320x256 robot camera for the
-mean-image orientation reading. Unpaired sets are disjoint frames with no shared pair key. The
+mean-image orientation and field-of-view readings. Unpaired sets are disjoint frames with no shared pair key. The
 quantile-quantile slope behind the unpaired `tone_curve` reading is checked against its closed form.
 """
 
@@ -165,6 +166,22 @@ def test_unpaired_orientation_on_robot_frames(shared_data, tmp_path, turn):
     ev = D.first(D.run_folders(tmp_path, sim, real), "orientation", "bug")
     assert (ev["basis"], ev["transform"]) == ("distribution", turn), ev
     assert ev["mean_image_ncc_turned"] >= ev["mean_image_ncc_as_is"] + 0.3, ev
+
+
+@pytest.mark.parametrize("factor", [1.25, 1.5])
+def test_unpaired_field_of_view_on_robot_frames(shared_data, tmp_path, factor):
+    """Sim zoomed (the centre 1/factor of the frame, upscaled bicubic) against the other frames of a
+    fixed robot camera, 8 a side: named from the mean images with the injected factor, first,
+    and the crop's changed luminance quantiles are not read as a transfer curve."""
+    robot = _robot_frames(shared_data)
+    sim = {f"s{i:02d}": D.zoom(a, factor) for i, a in enumerate(robot[0::2])}
+    real = {f"r{i:02d}": a for i, a in enumerate(robot[1::2])}
+    res = D.run_folders(tmp_path, sim, real)
+    ev = D.first(res, "field_of_view", "bug")
+    assert res["findings"][0]["code"] == "field_of_view", D.codes(res)
+    assert ev["basis"] == "distribution", ev
+    assert ev["zoom_sim_over_real"] == pytest.approx(factor, rel=0.08), ev
+    assert not {"tone_curve", "resize_filter", "vignetting"} & D.named(res), D.codes(res)
 
 
 def test_unpaired_robot_split_names_no_orientation(shared_data, tmp_path):

@@ -95,6 +95,9 @@ SKIP_AFTER: dict[str, frozenset[str]] = {
     "resize_filter": _HF,
     "sharpness": _HF,
     "depth_dropout": frozenset({"depth_invalid"}),
+    # a zoom changes what the frame shows: its luminance quantiles and radial profile read content
+    "tone_curve": frozenset({"field_of_view"}),
+    "vignetting": frozenset({"field_of_view"}),
     # a different size or aspect changes what the frame covers: its own bug, named first
     "field_of_view": frozenset({"resolution"}),
 }

@@ -3,8 +3,8 @@
 All three compare where things are in the frame, which no per-frame statistic sees: a flipped or
 rotated frame has the same histogram, spectrum and noise as the original. They read the
 `THUMB` x `THUMB` thumbnails (`diagnoses.thumbs`) and rely on matched pairs; unpaired,
-`orientation` compares the two sets' mean images when the camera is fixed enough for those to
-show the same scene structure, and says nothing otherwise.
+`orientation` and `field_of_view` compare the two sets' mean images when the camera is fixed
+enough for those to show the same scene structure, and say nothing otherwise.
 
 Orientation runs first: the later checks compare real frames turned the way it found sim frames
 to be.
@@ -46,6 +46,25 @@ FOV_MIN_ZOOM = 1.08
 FOV_MARGIN = 0.03
 FOV_SHARE = 0.6
 FOV_AGREE = 0.04
+# Unpaired, on the sets' mean images (a fixed camera's mean image keeps the scene's layout): the
+# zoom of the real mean that best matches the sim mean must correlate FOV_MEAN_NCC, beat zoom 1 by
+# FOV_MEAN_GAIN (median over FOV_BOOT resamplings of the frames of each side), lie inside the
+# searched range, and FOV_BOOT_SHARE of the resamplings must find a zoom of FOV_MIN_ZOOM or more
+# the same way. Tune cameras, 8 frames a side, 8 random splits each: SimplerEnv's fixed view read
+# gains of 0.01-0.05 for clean splits and for exposure, blur, tone-curve, vignetting, flips and
+# motion-blur faults (zooms 0.93-1.11), and 0.06-0.27 for sim zoomed x1.25 (1.13-1.31; 7 of 8
+# named), 0.12-0.47 for x1.5 (1.41-1.64; 7 of 8 with FOV_STEADY); VOC photos (a different scene each) correlate
+# under 0.5 or find the search's edge, and name nothing.
+FOV_MIN_FRAMES = 8
+FOV_BOOT = 16
+FOV_MEAN_NCC = 0.5
+FOV_MEAN_GAIN = 0.08
+FOV_BOOT_SHARE = 0.5
+# ... and each side must show a steady view: the mean images of its even and of its odd frames
+# correlate FOV_STEADY or more (SimplerEnv's fixed camera, 4 frames a half: 0.08-0.70, most over
+# 0.25; VOC photos: -0.37-0.14, and a 16-a-side VOC split whose means happened to match at a
+# 1.53x zoom read a field of view without this).
+FOV_STEADY = 0.2
 # Degrees of horizontal field of view the evidence converts the zoom for (typical robot cameras).
 FOV_NOMINAL_DEG = (60.0, 90.0)
 # The zoom search costs ~40 ms a pair: at most this many pairs, evenly spread, are searched.
@@ -55,6 +74,11 @@ FOV_MAX_PAIRS = 48
 # beat the own pair by SYNC_MARGIN, for SYNC_SHARE of the pairs that have neighbours.
 SYNC_STEPS = 3
 SYNC_MARGIN = 0.05
+# ... or, where consecutive frames barely differ (a slow camera: neighbours correlate 0.985 on the
+# tune RGB-D sequence, so no neighbour can beat the own pair by SYNC_MARGIN), a neighbour that
+# leaves at most SYNC_DECORR of the own pair's decorrelation (1 - ncc) and beats it by SYNC_MIN_GAIN.
+SYNC_DECORR = 0.5
+SYNC_MIN_GAIN = 0.005
 SYNC_SHARE = 0.5
 SYNC_MIN_PAIRS = 4
 
@@ -145,11 +169,46 @@ def _fov_deg(real_deg: float, zoom: float) -> float:
     return math.degrees(2 * math.atan(math.tan(math.radians(real_deg) / 2) / zoom))
 
 
+def _fov_unpaired(ctx: Context) -> tuple[float, dict] | None:
+    """(zoom, evidence) from the sets' mean images, or None when they do not show it clearly: the
+    zoom of the real mean image that best matches the sim mean image, then (only when that one
+    passes) the same search over FOV_BOOT resamplings of each side's frames."""
+    sides = set_thumbs(ctx, FOV_MIN_FRAMES)
+    if sides is None:
+        return None
+    ts, tr = sides
+    steady = min(float(ncc(np.nanmean(t[0::2], axis=0), np.nanmean(t[1::2], axis=0))) for t in (ts, tr))
+    if steady < FOV_STEADY:
+        return None  # not a fixed view: a mean image of different scenes has no layout to zoom
+    z, c, c1 = (float(v[0]) for v in _best_zoom(np.nanmean(ts, axis=0)[None], np.nanmean(tr, axis=0)[None]))
+    if not (FOV_ZOOMS[0] < z < FOV_ZOOMS[-1] and abs(math.log(z)) >= math.log(FOV_MIN_ZOOM)
+            and c >= FOV_MEAN_NCC and c - c1 >= FOV_MEAN_GAIN / 2):  # the resamplings decide the gain
+        return None
+    rng = np.random.default_rng(0)
+    bs = np.array([np.nanmean(ts[rng.integers(0, len(ts), len(ts))], axis=0) for _ in range(FOV_BOOT)])
+    br = np.array([np.nanmean(tr[rng.integers(0, len(tr), len(tr))], axis=0) for _ in range(FOV_BOOT)])
+    bz, bc, bc1 = _best_zoom(bs, br)
+    lz = np.log(bz)
+    gain = float(np.median(bc - bc1))
+    same_way = float(np.mean((np.sign(lz) == np.sign(math.log(z))) & (np.abs(lz) >= math.log(FOV_MIN_ZOOM))))
+    if gain < FOV_MEAN_GAIN or same_way < FOV_BOOT_SHARE:
+        return None
+    ev = basis_evidence("distribution", 0, ctx)
+    ev.update({"zoom_sim_over_real": num(z, 3), "focal_ratio_sim_over_real": num(z, 3),
+               "method": "zoom of the real mean image that best matches the sim mean image",
+               "mean_image_ncc_at_zoom": num(c, 3), "mean_image_ncc_at_1": num(c1, 3),
+               "resampled_gain_median": num(gain, 3), "resampled_share_same_way": num(same_way, 3),
+               "resampled_zoom_iqr": nums([float(np.exp(np.percentile(lz, q))) for q in (25, 75)], 3),
+               "frames": {"sim": len(ts), "real": len(tr)}, "steady_view_ncc": num(steady, 3)})
+    return z, ev
+
+
 def check_field_of_view(ctx: Context) -> Finding | None:
     """Sim and real frames of a pair showing the scene at different magnifications (focal length or crop)."""
     al = aligned_pairs(ctx)
     if al is None or len(al[0]) < 3:
-        return None
+        found = _fov_unpaired(ctx)
+        return None if found is None else _fov_finding(ctx, *found)
     pairs, ts, tr = al
     pick = np.unique(np.linspace(0, len(pairs) - 1, min(len(pairs), FOV_MAX_PAIRS)).round().astype(int))
     z, c, c1 = _best_zoom(ts[pick], tr[pick])
@@ -167,17 +226,22 @@ def check_field_of_view(ctx: Context) -> Finding | None:
                "pairs_searched": int(len(pick)), "pairs_agreeing": int(agree.sum()),
                "share": num(float(agree.mean()), 3),
                "ncc_at_zoom": num(float(np.median(c[agree])), 3), "ncc_at_1": num(float(np.median(c1[agree])), 3),
-               "per_pair_zoom": nums(z[:50].tolist(), 3),
-               "sim_fov_deg_if_real_is": {f"{d:g}": num(_fov_deg(d, zoom), 1) for d in FOV_NOMINAL_DEG},
+               "per_pair_zoom": nums(z[:50].tolist(), 3)})
+    return _fov_finding(ctx, zoom, ev)
+
+
+def _fov_finding(ctx: Context, zoom: float, ev: dict) -> Finding:
+    ev.update({"sim_fov_deg_if_real_is": {f"{d:g}": num(_fov_deg(d, zoom), 1) for d in FOV_NOMINAL_DEG},
                "see": "maps (mean images and difference maps)"})
     word = "narrower (zoomed in)" if zoom > 1 else "wider (zoomed out)"
     d60 = _fov_deg(60.0, zoom)
+    how = "" if ev["basis"] == "pairs" else " (read from the set mean images of a fixed camera)"
     title = (f"Sim field of view is {word}: the scene appears {zoom:.2f}x as large as in real at the same "
-             f"resolution (a 60 degree real camera would be {d60:.0f} degrees in sim).")
+             f"resolution (a 60 degree real camera would be {d60:.0f} degrees in sim){how}.")
     action = ("Set the sim camera's intrinsics (focal length, or fovy) from the real camera's calibration, "
               f"and apply the same crop on both sides: focal ratio sim/real = {zoom:.3f}. A bug, not a "
               "randomization budget.")
-    return Finding("field_of_view", "bug", title, ev, action, num(abs(med) / math.log(FOV_MIN_ZOOM)))
+    return Finding("field_of_view", "bug", title, ev, action, num(abs(math.log(zoom)) / math.log(FOV_MIN_ZOOM)))
 
 
 def _neighbours(ctx: Context, pairs: list) -> dict[tuple, int]:
@@ -211,7 +275,8 @@ def check_pair_sync(ctx: Context) -> Finding | None:
         c = ncc(np.broadcast_to(ts[i], (len(ks),) + ts[i].shape), tr[[cands[k] for k in ks]])
         own = float(c[ks.index(0)])
         b = int(np.argmax(c))
-        if ks[b] != 0 and c[b] - own >= SYNC_MARGIN:
+        better = c[b] - own >= SYNC_MARGIN or (c[b] - own >= SYNC_MIN_GAIN and 1 - c[b] <= SYNC_DECORR * (1 - own))
+        if ks[b] != 0 and better:
             offsets.append(ks[b]); gains.append(float(c[b]) - own)
             t_own, t_match = pairs[i][1].timestamp, pairs[cands[ks[b]]][1].timestamp
             if t_own is not None and t_match is not None:
