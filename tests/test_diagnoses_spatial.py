@@ -216,6 +216,19 @@ def test_pair_sync_quiet_on_synced_sequences(shared_data, tmp_path):
 
 # --- vignetting, motion blur -------------------------------------------------------------------------
 
+def test_unpaired_vignetting_needs_eight_frames_a_side(frames, tmp_path):
+    """Four photos a side, unpaired, sim 80% darker at the corners (strength 0.8, ~2.3 stops): every
+    sim frame falls off more than every real one, yet four different scenes a side differ by as
+    much corner to centre on their own (skies in the corners), so no vignetting gap is named below
+    VIGNETTE_MIN_FRAMES; the engine says how few frames it had."""
+    from perception_gap.diagnoses.tone import VIGNETTE_MIN_FRAMES
+
+    assert VIGNETTE_MIN_FRAMES == 8
+    res = D.run_folders(tmp_path, *D.unpaired(frames, sim_fn=lambda a: D.vignette(a, 0.8), n=4))
+    assert "vignetting" not in D.named(res), D.codes(res)
+    assert ("insufficient_data", "info") in D.codes(res), D.codes(res)
+
+
 def test_vignetting_sim(frames, tmp_path):
     res = D.run_folders(tmp_path, *D.paired(frames, sim_fn=lambda a: D.vignette(a, 0.5)))
     ev = D.first(res, "vignetting", "gap")

@@ -60,6 +60,11 @@ ENCODE_RESIDUAL = 0.2
 
 # Vignetting: corner minus centre in stops (log2), sim minus real.
 VIGNETTE_STOPS = {"pairs": 0.3, "distribution": 0.5}
+# Unpaired frames a side the falloff comparison needs: four VOC photos with bright skies in the
+# corners against four without differ by 2.4 stops corner to centre, fully separated (a clean 4-a-side
+# split of a tune camera read a vignetting gap); the rank test needs 8 a side here as the
+# quantile-quantile reading does.
+VIGNETTE_MIN_FRAMES = QQ_MIN_FRAMES
 _LIN_FLOOR = 1e-3
 
 
@@ -225,7 +230,7 @@ def check_vignetting(ctx: Context) -> Finding | None:
         centre = float(profile[0])
     else:
         basis, n_pairs = "distribution", 0
-        sides = set_thumbs(ctx)
+        sides = set_thumbs(ctx, VIGNETTE_MIN_FRAMES)
         if sides is None:
             return None
         ts, tr = sides
