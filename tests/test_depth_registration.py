@@ -81,9 +81,10 @@ def test_shift_is_named_when_the_real_depth_lost_its_object_edges(tmp_path, rgbd
     assert abs(ev["offset_px_sim_minus_real"][1]) < 3
 
 
-@pytest.mark.parametrize("real_holes", [False, True], ids=["clean", "real_edge_holes"])
-def test_registered_depth_names_no_registration(tmp_path, rgbd, real_holes):
-    res = _stats(tmp_path, rgbd, 0, real_holes=real_holes)
+def test_registered_depth_names_no_registration(tmp_path, rgbd):
+    """Registered depth on both sides, the real one with holes along its object edges (the harder
+    case: each frame's depth-to-colour lag is biased there)."""
+    res = _stats(tmp_path, rgbd, 0, real_holes=True)
     assert "depth_registration" not in {f["code"] for f in res["findings"]}, res["findings"]
 
 

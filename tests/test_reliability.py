@@ -406,7 +406,7 @@ def test_bad_depth_all_zero_nan_and_wrong_dtype(tmp_path):
 
 # -- crash safety: kill -9 at random points, rerun, nothing lost or doubled ----------------------------------
 
-N_CRASH = 400  # frames a side: enough that every command is mid-work for most of its lifetime
+N_CRASH = 300  # frames a side: enough that every command is mid-work for most of its lifetime
 N_TINY = 12_000  # 8x8 frames for `index`: three catalog batches (ingest.BATCH = 4096)
 
 
