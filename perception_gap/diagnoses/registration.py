@@ -117,13 +117,13 @@ def check_depth_registration(ctx: Context) -> Finding | None:
         side = "sim" if np.abs(med_s).max() >= np.abs(med_r).max() else "real"
     else:
         side = "sim or real"
+    read = [measured is None or len(measured[k]) >= MIN_FRAMES for k in (0, 1)]
     ev = basis_evidence(basis, n_pairs, ctx)
     ev.update({"offset_px_sim": [num(v, 1) for v in med_s],
                "offset_px_real": [num(v, 1) for v in med_r],
-               "offset_px_sim_minus_real": [num(v, 1) for v in diff], "threshold_px": MIN_SHIFT_PX,
+               "offset_px_sim_minus_real": [num(v, 1) if ok else None for v, ok in zip(diff, read)], "threshold_px": MIN_SHIFT_PX,
                "frames_measured": frames, "shifted_side": side})
     dx, dy = (float(v) for v in diff)
-    read = [measured is None or len(measured[k]) >= MIN_FRAMES for k in (0, 1)]
     where = ", ".join(f"{v:+.0f} px ({axis})" if ok else f"not read ({axis})"
                       for v, ok, axis in ((dx, read[0], "x"), (dy, read[1], "y")))
     title = (f"{side.capitalize()} depth is shifted against its own RGB: depth edges lie {where} "
