@@ -97,9 +97,9 @@ def check_depth_registration(ctx: Context) -> Finding | None:
     r = np.array([o for _, o in off["real"]]).reshape(-1, 2)
     measured = _paired_offsets(ctx)
     if measured is not None:
-        basis, n_pairs = "pairs", len(measured[0]) + len(measured[1])
-        diff = np.array([float(np.median(v)) if len(v) >= MIN_FRAMES else 0.0 for v in measured])
-        clear = [len(v) >= MIN_FRAMES and excludes_zero(median_ci(v)) for v in measured]
+        basis, n_pairs = "pairs", measured[2]
+        diff = np.array([float(np.median(v)) if len(v) >= MIN_FRAMES else 0.0 for v in measured[:2]])
+        clear = [len(v) >= MIN_FRAMES and excludes_zero(median_ci(v)) for v in measured[:2]]
         frames = {"x": len(measured[0]), "y": len(measured[1])}
     elif min(len(s), len(r)) >= MIN_FRAMES:
         basis, n_pairs = "distribution", 0
@@ -135,21 +135,23 @@ def check_depth_registration(ctx: Context) -> Finding | None:
                    num(max(abs(dx), abs(dy)) / MIN_SHIFT_PX))
 
 
-def _paired_offsets(ctx: Context) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per axis, the pair offsets (`pair_offset`) that could be read; None when fewer than
-    `MIN_FRAMES` pairs give either axis."""
+def _paired_offsets(ctx: Context) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """Per axis, the pair offsets (`pair_offset`) that could be read, and the number of pairs that
+    gave either; None when fewer than `MIN_FRAMES` pairs give either axis."""
     real = {f.pair_key: f for f in ctx.real.frames if f.pair_key is not None}
     xs: list[float] = []
     ys: list[float] = []
+    n = 0
     for f in ctx.sim.frames:
         partner = real.get(f.pair_key) if f.pair_key is not None else None
         if partner is None:
             continue
         dx, dy = pair_offset(f, partner)
+        n += dx is not None or dy is not None
         if dx is not None:
             xs.append(dx)
         if dy is not None:
             ys.append(dy)
     if max(len(xs), len(ys)) < MIN_FRAMES:
         return None
-    return np.array(xs), np.array(ys)
+    return np.array(xs), np.array(ys), n
