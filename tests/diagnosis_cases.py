@@ -82,6 +82,13 @@ def motion_blur(a: np.ndarray, length: int, axis: int) -> np.ndarray:
     return np.clip(np.round(out), 0, 255).astype(np.uint8)
 
 
+def readout_noise(a: np.ndarray, sigma: float, seed: int) -> np.ndarray:
+    """Gaussian sensor noise of `sigma` 8-bit levels, rounded and clipped (a camera adds it at readout,
+    after any blur of the exposure)."""
+    noisy = a.astype(np.float64) + np.random.default_rng(seed).normal(0.0, sigma, a.shape)
+    return np.clip(np.round(noisy), 0, 255).astype(np.uint8)
+
+
 def grey16(a: np.ndarray) -> np.ndarray:
     """The frame's luma as a 1-channel 16-bit image (a depth or IR topic's format)."""
     return np.asarray(Image.fromarray(a).convert("L"), dtype=np.uint16) * 257

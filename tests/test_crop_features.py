@@ -46,6 +46,9 @@ def ref_crop_stats(lum: np.ndarray, rgb: np.ndarray | None, scale: float) -> dic
         "grad_ratio": np.mean((z[:, 2:] - z[:, :-2]) ** 2) / np.mean(dx ** 2),
         "dup_frac": np.mean(dx == 0),
         "dup_parity": abs(np.mean(dx[:, 0::2] == 0) - np.mean(dx[:, 1::2] == 0)),
+        # one- and two-pixel difference energies, horizontal then vertical, in full scale^2
+        "grad_xy": [np.mean(dx ** 2) / scale ** 2, np.mean(dy ** 2) / scale ** 2,
+                    np.mean((z[:, 2:] - z[:, :-2]) ** 2) / scale ** 2, np.mean((z[2:] - z[:-2]) ** 2) / scale ** 2],
     }
     cols = np.abs(dx).sum(axis=0)
     at = np.zeros(cols.size, bool)
@@ -88,6 +91,7 @@ def assert_matches(got: dict | object, ref: dict[str, object]) -> None:
             assert get(k) is None, k
         else:
             assert get(k) == pytest.approx(ref[k], rel=REL), k
+    assert list(get("grad_xy")) == pytest.approx(ref["grad_xy"], rel=REL)
     assert get("dup_frac") == ref["dup_frac"] and get("dup_parity") == pytest.approx(ref["dup_parity"], abs=1e-15)
     for band, (v, share) in enumerate(zip(ref["spectrum"], ref["band_share"])):
         if share >= 1e-9:

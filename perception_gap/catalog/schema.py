@@ -18,8 +18,8 @@ SCHEMA_VERSION = 3
 # How the cached statistics are computed: raised whenever a statistic's definition changes (not
 # its columns, which migrate by themselves), so that a catalog holding statistics of an older
 # definition drops its cache and measures again. 2: depth edge profiles average over valid
-# neighbour pairs only.
-STATS_REVISION = 2
+# neighbour pairs only; 3: `grad_xy` adds the two-pixel difference energies (directional smoothness).
+STATS_REVISION = 3
 # Columns each schema version added to `frames`, applied in order by `Catalog._migrate`
 # (version 2: frames inside containers, see `perception_gap.ingest.containers`; version 3: depth
 # maps inside containers and frame timestamps, see `perception_gap.ingest.rosbag`).

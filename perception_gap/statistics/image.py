@@ -96,8 +96,13 @@ class ImageStats:
             grid, float16 bytes (row-major), in fractions of full scale (own units for floats;
             non-finite values as NaN). The spatial checks (orientation, field of view, vignetting,
             tone curve, pair sync) and the gap maps read it (`thumb_array`).
-        grad_xy: (E[dx^2], E[dy^2]) of the luma crop, horizontal and vertical first differences,
-            in (fraction of full scale)^2; directional blur lowers one against the other.
+        grad_xy: (E[dx^2], E[dy^2], E[d2x^2], E[d2y^2]) of the luma crop: horizontal and vertical
+            first differences, then differences across two pixels (x[i+2] - x[i], y[j+2] - y[j]), in
+            (fraction of full scale)^2. Directional blur lowers the first-difference energy along its
+            direction against the other, and smooths that direction at the pixel scale: there the
+            two-pixel energy nears 4x the one-pixel energy (white noise: 1x, natural frames ~2-3x),
+            whatever the scene's own orientation (`diagnoses.motion`). Catalogs of stats revision 2
+            and older hold the first two only.
         edges: where the luma edges lie across the width and the height (`edge_profiles`, own
             units); compared with the depth map's (`DepthStats.edges`) for depth-to-RGB registration.
     """

@@ -122,11 +122,12 @@ def crop_features_batch(planes: np.ndarray, scale: float = 1.0) -> list[dict[str
     e_lap, e_dx, e_dy = (_mean_squares(a, n * c) for a in (lap, dx, dy))
     d2 = dx[:, 0, :, 1:] + dx[:, 0, :, :-1]  # x[i+2] - x[i]
     e_d2 = _mean_squares(d2, n)
+    e_d2y = _mean_squares(dy[:, 0, 1:, :] + dy[:, 0, :-1, :], n)  # y[j+2] - y[j]
     inv = 1.0 / (scale * scale)
     for i, out in enumerate(outs):
         j = i * c
         out["sharpness"] = e_lap[j] * inv
-        out["grad_xy"] = (e_dx[j] * inv, e_dy[j] * inv)
+        out["grad_xy"] = (e_dx[j] * inv, e_dy[j] * inv, e_d2[i] * inv, e_d2y[i] * inv)
         if e_dx[j] + e_dy[j] > 0:
             out["hf_ratio"] = e_lap[j] / (e_dx[j] + e_dy[j])
         if e_dx[j] > 0:
