@@ -261,7 +261,7 @@ def sample_pil(img: Image.Image) -> Sampled:
     hists = np.fromiter(raw, np.int64, len(raw)).astype(np.float64).reshape(-1, 256)  # ~2x np.array(raw, float)
     crop = np.asarray(img.crop(_centre_crop_box(h, w)))  # the one copy of the crop out of Pillow
     quality = jpeg_quality(getattr(img, "quantization", None)) if img.format == "JPEG" else None
-    edges = edge_profiles(np.asarray(lum, dtype=np.float64), s, h, w)
+    edges = edge_profiles(np.asarray(lum), s, h, w)
     return Sampled(w, h, img.mode, s, hists, crop, quality, _thumb_u8(lum), edges)
 
 
@@ -284,7 +284,7 @@ def sample_rgb8(a: np.ndarray) -> Sampled:
     left, top, right, bottom = _centre_crop_box(h, w)
     thumb = _thumb_u8(Image.fromarray(np.ascontiguousarray(lum), mode="L"))
     return Sampled(w, h, "RGB", s, hists, a[top:bottom, left:right].copy(), None, thumb,
-                   edge_profiles(lum.astype(np.float64), s, h, w))
+                   edge_profiles(lum, s, h, w))
 
 
 def image_stats_pil(img: Image.Image) -> ImageStats:
