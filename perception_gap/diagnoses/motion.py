@@ -18,8 +18,8 @@ x at the pixel scale: the energy of two-pixel differences over that of one-pixel
 log2(E[d2x^2] / E[dx^2]) - log2(E[d2y^2] / E[dy^2]), hardly depends on the scene's own orientation
 (an edge-rich facade moves the energies, not their shape). A clear smoothness difference with the
 energy anisotropy moving the opposite way (the blurred direction smoother and weaker) names the
-blur where the energy anisotropy alone stays under its bar; on pairs only (different scenes with
-noise on one side move it as much).
+blur where the energy anisotropy alone stays under its bar (unpaired, not where `sensor_noise`
+fired: between different scenes, noise on one side moves it as much).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ MOTION_LOG2 = {"pairs": 1.0, "distribution": 1.3}
 # box blur 0.39-0.71 (frames 0.12-0.89) with the energy anisotropy 1.2-2.1; isotropic blur (sigma
 # 0.7-2), noise, nearest and non-antialiased resizes, a zoom, a vignette, an exposure gain and a flip
 # 0.00-0.10 (JPEG q30 and q70 on the RGB-D renders 0.18 and 0.30: only while `compression` is
-# not named, and q70 moved the energy anisotropy 0.40).
-SMOOTH_LOG2 = 0.2  # paired only (`_smoothness_names_it`)
+# not named, and q70 moved the energy anisotropy 0.40). Unpaired: 0.25 and a clear distribution gap.
+SMOOTH_LOG2 = {"pairs": 0.2, "distribution": 0.25}
 SMOOTH_ANISO_LOG2 = 0.6
 # Below the bar, a clear anisotropy difference of at least this still holds back `resize_filter`.
 MOTION_HINT_LOG2 = 0.6
@@ -83,20 +83,30 @@ def _smooth_aniso(frames) -> np.ndarray:
 
 def _smoothness_names_it(ctx: Context, basis: str, fs, fr, diff: float) -> float | None:
     """The smoothness-anisotropy difference sim minus real when it names directional blur (see
-    SMOOTH_LOG2): paired, clear, at least the bar, and the energy anisotropy `diff` moving the
-    opposite way by SMOOTH_ANISO_LOG2. None otherwise (or without two-pixel energies: older statistics).
+    SMOOTH_LOG2): clear, at least the bar, and the energy anisotropy `diff` moving the opposite way
+    by SMOOTH_ANISO_LOG2. None otherwise (or without two-pixel energies: older statistics).
 
-    Unpaired sets are not read this way: between different scenes, noise on one side moves both
-    anisotropies as much as a blur does (8 VOC photos against 8 others with sigma-5 noise read a
-    smoothness difference past the bar), and the unpaired cases it named were all under the limit."""
-    if basis != "pairs" or "compression" in ctx.fired or abs(diff) < SMOOTH_ANISO_LOG2:
+    Unpaired, not where `sensor_noise` fired: between different scenes, noise on one side moves
+    both anisotropies as much as a blur does (8 VOC photos against 8 others with sigma-5 noise read
+    a smoothness difference past the bar)."""
+    if "compression" in ctx.fired or abs(diff) < SMOOTH_ANISO_LOG2:
         return None
-    d = _smooth_aniso(fs) - _smooth_aniso(fr)
-    d = d[np.isfinite(d)]
-    if d.size < 3:
-        return None
-    sd = float(np.median(d))
-    return sd if excludes_zero(median_ci(d)) and abs(sd) >= SMOOTH_LOG2 and sd * diff < 0 else None
+    s_s, s_r = _smooth_aniso(fs), _smooth_aniso(fr)
+    if basis == "pairs":
+        d = s_s - s_r
+        d = d[np.isfinite(d)]
+        if d.size < 3:
+            return None
+        sd, clear = float(np.median(d)), excludes_zero(median_ci(d))
+    else:
+        if "sensor_noise" in ctx.fired:
+            return None
+        s_s, s_r = s_s[np.isfinite(s_s)], s_r[np.isfinite(s_r)]
+        if min(s_s.size, s_r.size) < 2:
+            return None
+        sd = float(np.median(s_s) - np.median(s_r))
+        clear = dist_clear(s_s, s_r, SMOOTH_LOG2[basis])
+    return sd if clear and abs(sd) >= SMOOTH_LOG2[basis] and sd * diff < 0 else None
 
 
 def _rank_hint(a_s: np.ndarray, a_r: np.ndarray, diff: float) -> bool:
@@ -153,6 +163,9 @@ def check_motion_blur(ctx: Context) -> Finding | None:
         ctx.memo["anisotropy_differs"] = num(diff, 3)
     if (not clear or abs(diff) < MOTION_LOG2[basis]) and smooth is None:
         return None
+    if blurred is None and smooth is not None:  # unblurred frames are alike smooth both ways
+        s_s, s_r = _smooth_aniso(fs), _smooth_aniso(fr)
+        blurred = "sim" if abs(float(np.nanmedian(s_s))) >= abs(float(np.nanmedian(s_r))) else "real"
     if blurred is None:  # unblurred scenes sit near 0 anisotropy: the blurred side strays further from it
         blurred = "sim" if abs(float(np.median(a_s))) >= abs(float(np.median(a_r))) else "real"
     if blurred == "sim":
@@ -166,7 +179,7 @@ def check_motion_blur(ctx: Context) -> Finding | None:
     ev = basis_evidence(basis, len(fs) if basis == "pairs" else 0, ctx)
     ev.update({"anisotropy_log2_sim_minus_real": num(diff, 3), "threshold_log2": MOTION_LOG2[basis],
                "smoothness_anisotropy_log2_sim_minus_real": num(smooth, 3) if smooth is not None else None,
-               "smoothness_threshold_log2": SMOOTH_LOG2 if basis == "pairs" else None,
+               "smoothness_threshold_log2": SMOOTH_LOG2[basis],
                "blurred_side": blurred, "direction": direction, "approx_length_px": num(length, 1) if measured else None,
                "min_length_px": None if measured else 2.0,
                "sim_anisotropy_median": num(float(np.median(a_s)), 3),
@@ -182,5 +195,5 @@ def check_motion_blur(ctx: Context) -> Finding | None:
               f"the robot moves during capture.")
     score = abs(diff) / MOTION_LOG2[basis]
     if smooth is not None:
-        score = max(score, abs(smooth) / SMOOTH_LOG2)
+        score = max(score, abs(smooth) / SMOOTH_LOG2[basis])
     return Finding("motion_blur", "gap", title, ev, action, num(score))
