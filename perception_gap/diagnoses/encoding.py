@@ -39,6 +39,10 @@ ENC_FIT_SHARE = 0.9
 # A normalization mismatch is declared when different constants bring it under ENC_RATIO x the
 # best common encoding's and by at least ENC_EXT_MARGIN.
 ENC_EXT_MARGIN = 0.08
+# Different-constants hypotheses this close in moment distance explain the sides alike: maps whose
+# sim-to-real ratios differ by 257/255 (x257 vs x255) read 0.02-0.03 apart whatever the true one
+# (float [0, 255] vs [0, 1] frames, real 0-10% darker), so the tie is broken by the sides' extremes.
+ENC_TIE = 0.05
 
 
 def moment_distance(mean_s: np.ndarray, std_s: np.ndarray, mean_r: np.ndarray,
@@ -228,14 +232,8 @@ def infer_encodings(ms: ChannelMoments, mr: ChannelMoments, basis: str) -> Encod
 
     raw = dist(IDENTITY, IDENTITY)
     cs, cr = _candidate_encodings(ms), _candidate_encodings(mr)
-    best: tuple[float, Encoding, Encoding] | None = None
-    for es in cs:
-        for er in cr:
-            if es.same_map(er):
-                continue
-            d = dist(es, er)
-            if best is None or d < best[0]:
-                best = (d, es, er)
+    hyps = [(dist(es, er), es, er) for es in cs for er in cr if not es.same_map(er)]
+    best = _tightest_of_best(hyps, ms, mr)
     margin = ENC_MARGIN[basis]
     if best is not None and best[0] < ENC_RATIO * raw and raw - best[0] >= margin:
         return EncodingInference(best[1], best[2], True, raw, best[0], basis)
@@ -253,6 +251,19 @@ def infer_encodings(ms: ChannelMoments, mr: ChannelMoments, basis: str) -> Encod
                                   np.vstack([ms.lo, mr.lo]), np.vstack([ms.hi, mr.hi]), ms.dtype)
             es = er = _best_single(both, common)
     return EncodingInference(es, er, False, raw, raw, basis)
+
+
+def _tightest_of_best(hyps: list[tuple[float, Encoding, Encoding]], ms: ChannelMoments, mr: ChannelMoments
+                      ) -> tuple[float, Encoding, Encoding] | None:
+    """The (distance, sim, real) hypothesis to test: among those within ENC_TIE of the closest,
+    the one whose encodings fit both sides' extremes tightest (`_tightness`). Moments cannot tell
+    apart maps of nearly one ratio ([0, 65535] vs [0, 255] is x257, [0, 255] vs [0, 1] is x255);
+    the sides' attainable ranges can."""
+    if not hyps:
+        return None
+    top = min(d for d, _, _ in hyps)
+    near = [h for h in hyps if h[0] <= top + ENC_TIE]
+    return min(near, key=lambda h: (_tightness(h[1], ms) + _tightness(h[2], mr), h[0]))
 
 
 def _pooled(m: ChannelMoments) -> tuple[np.ndarray, np.ndarray]:

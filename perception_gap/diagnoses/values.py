@@ -68,6 +68,11 @@ def _mismatch(ctx: Context, normalized: bool) -> tuple[EncodingInference, dict] 
     return inf, _encoding_evidence(ctx, inf, ms, mr, n_pairs)
 
 
+def _g(x: float) -> str:
+    """An observed value as a reader writes it: 255, 1, 0.9961."""
+    return f"{x:.4g}"
+
+
 def check_value_range(ctx: Context) -> Finding | None:
     """Sides in different value ranges ([0, 1] vs [0, 255], 8 vs 16 bit) without normalization."""
     found = _mismatch(ctx, normalized=False)
@@ -82,8 +87,10 @@ def check_value_range(ctx: Context) -> Finding | None:
         fix = f"divide real by {fs_r / fs_s:g} (or multiply sim by {fs_r / fs_s:g})"
     else:
         fix = f"divide sim by {fs_s / fs_r:g} (or multiply real by {fs_s / fs_r:g})"
-    title = (f"Value ranges differ: sim is {ev['sim_range']} but real is {ev['real_range']} "
-             f"(x{max(fs_r / fs_s, fs_s / fs_r):g}).")
+    factor = max(fs_r / fs_s, fs_s / fs_r)
+    title = (f"Value ranges differ: sim is {ev['sim_range']} (values {_g(ev['sim_observed_min'])} to "
+             f"{_g(ev['sim_observed_max'])}) but real is {ev['real_range']} (values "
+             f"{_g(ev['real_observed_min'])} to {_g(ev['real_observed_max'])}), a x{factor:.4g} scale.")
     action = (f"Bring both streams to one value range before the encoder: {fix}. This is a "
               f"pipeline bug, not something to randomize around.")
     return Finding("value_range", "bug", title, ev, action, _encoding_score(inf))

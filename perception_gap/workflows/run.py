@@ -39,6 +39,7 @@ from perception_gap.ranking import (
 )
 from perception_gap.version import __version__
 from perception_gap.workflows.detection import detection_results
+from perception_gap.workflows.refusals import refusal_findings
 from perception_gap.workflows.stats import stats_job
 
 log = logging.getLogger(__name__)
@@ -284,8 +285,10 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] |
     det, det_findings = detection_results(catalog, sim, real, random_state=random_state)
     if det is not None:
         res["detection"] = det
+    refused, rest = refusal_findings(entries, {n: (res["stats"].get(n) or {}).get("dtypes") or {} for n in (sim, real)},
+                                     {"sim": sim, "real": real})
     findings = order_findings(stats_findings + det_findings + perception_findings(entries, stats_findings)
-                              + insufficient_findings(entries))
+                              + refused + insufficient_findings(rest))
     res.update(
         version=__version__,
         config={"sim": sim, "real": real, "encoders": names, "device": device, "batch_size": batch_size,
