@@ -100,9 +100,18 @@ def ncc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def radial_profile(t: np.ndarray) -> np.ndarray:
-    """Mean of a (..., THUMB, THUMB) stack in each ring of `RING_EDGES`: shape (..., n_rings)."""
-    rings = len(RING_EDGES) - 1
-    return np.stack([np.nanmean(t[..., RING_INDEX == k], axis=-1) for k in range(rings)], axis=-1)
+    """Mean of a (..., THUMB, THUMB) stack in each ring of `RING_EDGES`: shape (..., n_rings).
+
+    NaN pixels are left out; a ring with none left (a black frame's ratio) is NaN.
+    """
+    out = []
+    for k in range(len(RING_EDGES) - 1):
+        ring = t[..., RING_INDEX == k]
+        seen = ~np.isnan(ring)
+        n = seen.sum(axis=-1)
+        # np.nanmean's own sum-then-divide, without its warning on an all-NaN ring
+        out.append(np.where(n > 0, np.where(seen, ring, 0.0).sum(axis=-1) / np.maximum(n, 1), np.nan))
+    return np.stack(out, axis=-1)
 
 
 def aligned_pairs(ctx: Context) -> tuple[list[tuple[FrameRecord, FrameRecord]], np.ndarray, np.ndarray] | None:

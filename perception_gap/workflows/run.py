@@ -87,6 +87,9 @@ def _pca_2d(emb_s: np.ndarray, emb_r: np.ndarray, random_state: int) -> dict[str
     x -= x.mean(0)
     sd = x.std(0)
     x /= np.where(sd > 0, sd, 1.0)
+    if not x.any():  # every embedding the same (blank frames): no direction to project on
+        return {"sim": np.zeros((len(i_s), 2)).tolist(), "real": np.zeros((len(i_r), 2)).tolist(),
+                "explained_variance": [0.0, 0.0]}
     pca = PCA(n_components=2, random_state=random_state)
     with threadpool_limits(limits=1, user_api="blas"):  # small fit: a second thread only spin-waits
         xy = pca.fit_transform(x)
