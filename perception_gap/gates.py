@@ -12,7 +12,9 @@ geometry and policy checks' (`--max-...`). A gate ends in one of four statuses:
   no embeddings on one side, AP undefined without ground truth, a log with nothing to
   compare). Nothing measured is nothing shown to be within the threshold, so the gate does
   not pass: `passed` is False, the verdict of the run fails (exit code 1) and `reason` says
-  what was missing.
+  what was missing. A gate over several parts (policy-check's action dimensions, rank-fidelity's
+  tasks) covers every part it names: one part that cannot be measured leaves the whole gate
+  `not computed`, never a value taken over the others.
 - `skipped`: the gate does not apply to these inputs at all (drift's depth gate when neither
   set has depth maps). It has no value, is listed with its `reason`, and does not hold the
   verdict back (`passed` is True).

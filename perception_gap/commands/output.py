@@ -75,6 +75,7 @@ def finish_check(args: argparse.Namespace, section: str, res: dict[str, Any], su
     for line in summary + [f"  finding {f['code']} ({f['severity']}): {f['title']}" for f in res["findings"]]:
         say(args, line)
     if g is not None:
-        say(args, f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {gate_word(g.get('status') or g['passed'])}")
+        why = f" ({g['reason']})" if g.get("status") in ("not computed", "skipped") and g.get("reason") else ""
+        say(args, f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {gate_word(g.get('status') or g['passed'])}{why}")
         return 0 if g["passed"] else 1
     return 0

@@ -16,7 +16,10 @@ def _print(res: dict[str, Any], out_dir: str | None) -> None:
         mci = "[{}, {}]".format(*map(fmt, t["mmrv_ci"])) if t["mmrv_ci"] else "-"
         pci = "[{}, {}]".format(*map(fmt, t["pearson_ci"])) if t["pearson_ci"] else "-"
         print(f"{task[:28]:<28} {t['n_policies']:>8} {fmt(t['mmrv']):>7} {mci:<17} {fmt(t['pearson']):>8} {pci:<17}")
-    print(f"mean over tasks: MMRV {fmt(sec['mean']['mmrv'])}, Pearson {fmt(sec['mean']['pearson'])} "
+    undefined = sec.get("pearson_undefined") or []
+    over = (f" over {len(sec['tasks']) - len(undefined)} of {len(sec['tasks'])} tasks (undefined on "
+            f"{', '.join(map(repr, undefined[:4]))}{' ...' if len(undefined) > 4 else ''})" if undefined else "")
+    print(f"mean over tasks: MMRV {fmt(sec['mean']['mmrv'])}, Pearson {fmt(sec['mean']['pearson'])}{over} "
           "(MMRV: order from sim and real, violation size from real success; lower is better)")
     for s in sec["skipped"]:
         print(f"skipped {s.get('policy', '')}{'/' if s.get('policy') else ''}{s['task']}: {s['reason']}")

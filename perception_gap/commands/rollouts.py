@@ -19,7 +19,8 @@ def print_gates_and_findings(res: dict[str, Any], section: dict[str, Any], out_d
     if not res["findings"]:
         print("findings: none")
     for g in section["gates"]:
-        print(f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {gate_word(g['status'])}")
+        why = f" ({g['reason']})" if g["status"] in ("not computed", "skipped") and g.get("reason") else ""
+        print(f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {gate_word(g['status'])}{why}")
     if out_dir:
         print(f"results: {Path(out_dir) / 'results.json'}, report: {Path(out_dir) / 'report.html'}")
 

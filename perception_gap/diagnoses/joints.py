@@ -9,7 +9,7 @@ import numpy as np
 
 from perception_gap.diagnoses.common import num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
-from perception_gap.diagnoses.vectors import control_vectors
+from perception_gap.diagnoses.vectors import control_vectors, log_abs, unit_columns
 from perception_gap.findings import Finding
 
 # Joint units: a per-dimension scale ratio within 30% of 180/pi (57.3) means degrees vs radians.
@@ -18,25 +18,40 @@ JOINT_RATIO_TOL = 1.3
 # Once two dims match that closely, other dims within 2x of 57.3 join them: a deg/rad bug hits all
 # revolute joints at once, and set-level spreads of a few episodes scatter by +-30% on their own.
 JOINT_RATIO_LOOSE = 2.0
+# Below these (in the data's own units) a dimension carries nothing: a sum of squares (paired) or a
+# root-mean-square value (unpaired). Compared as logarithms.
+LOG_TINY_SS, LOG_TINY = math.log(1e-12), math.log(1e-9)
 
 
 def joint_scale_ratios(sim_vals: np.ndarray, real_vals: np.ndarray, paired_rows: bool) -> np.ndarray:
     """Per-dimension scale of sim relative to real, shape (D,); NaN where a dim carries nothing.
 
     Paired: least-squares slope through the origin of sim on real. Unpaired: ratio of
-    root-mean-square values (deg vs rad scales offsets and spread alike)."""
-    out = np.full(sim_vals.shape[1], np.nan)
-    for d in range(sim_vals.shape[1]):
-        s, r = sim_vals[:, d], real_vals[:, d]
+    root-mean-square values (deg vs rad scales offsets and spread alike). Sums are taken on
+    power-of-two-scaled columns (`vectors.unit_columns`): any finite magnitude gives its ratio
+    (inf past the float range) instead of overflowing."""
+    us, ks = unit_columns(np.asarray(sim_vals, dtype=np.float64))
+    ur, kr = unit_columns(np.asarray(real_vals, dtype=np.float64))
+    out = np.full(us.shape[1], np.nan)
+    for d in range(us.shape[1]):
+        s, r = us[:, d], ur[:, d]
         if paired_rows:
-            den = float(r @ r)
-            if den > 1e-12 and float(s @ s) > 1e-12:
-                out[d] = float(s @ r) / den
+            den, num_ = float(r @ r), float(s @ r)
+            if log_abs(den) + 2 * kr[d] > LOG_TINY_SS and log_abs(float(s @ s)) + 2 * ks[d] > LOG_TINY_SS:
+                out[d] = _signed_exp(log_abs(num_) - log_abs(den) + ks[d] - kr[d], num_)
         else:
-            rs, rr = math.sqrt(float(np.mean(s * s))), math.sqrt(float(np.mean(r * r)))
-            if rs > 1e-9 and rr > 1e-9:
-                out[d] = rs / rr
+            lrs = log_abs(math.sqrt(float(np.mean(s * s)))) + ks[d]
+            lrr = log_abs(math.sqrt(float(np.mean(r * r)))) + kr[d]
+            if lrs > LOG_TINY and lrr > LOG_TINY:
+                out[d] = _signed_exp(lrs - lrr, 1.0)
     return out
+
+
+def _signed_exp(log_value: float, sign: float) -> float:
+    """exp(log_value) with the sign of `sign`; 0 for -inf, inf past the float range."""
+    if log_value == -math.inf:
+        return 0.0
+    return math.copysign(math.exp(log_value) if log_value < 709.0 else math.inf, sign)
 
 
 def _joint_check(ctx: Context, attr: str) -> Finding | None:

@@ -42,6 +42,7 @@ def rank_fidelity_job(path: str | Path, *, n_boot: int = 2000, confidence: float
     """`rank-fidelity FILE`: rows of rates (`sim`, `real`) or a rollouts log (`domain`, `success`)."""
     from perception_gap.evaluation.rank_fidelity import (
         parse_rates,
+        pearson_gate_value,
         rank_fidelity,
         rank_fidelity_findings,
         rates_from_groups,
@@ -56,10 +57,11 @@ def rank_fidelity_job(path: str | Path, *, n_boot: int = 2000, confidence: float
     else:
         rates = parse_rates(cols, str(path))
     res = rank_fidelity(rates, n_boot=n_boot, confidence=confidence)
+    pearson_all, why = pearson_gate_value(res)
     sec = res.to_dict()
     sec["skipped"] = skipped + sec["skipped"]
     return _results("rank_fidelity", path, sec, rank_fidelity_findings(res),
-                    [threshold_gate("min_pearson", res.mean_pearson, min_pearson, direction="min")],
+                    [threshold_gate("min_pearson", pearson_all, min_pearson, direction="min", reason=why)],
                     {"n_boot": n_boot, "confidence": confidence})
 
 

@@ -8,6 +8,11 @@ MMRV is not symmetric. With sim rates S and real rates R over N policies:
 The order comes from both sides, the size of a violation from REAL success only: a pair that
 sim orders wrongly costs what the mistake is worth on the robot. Swapping the arguments weighs
 violations by sim differences instead, a different number.
+
+Pearson is undefined on a task where sim or real success is the same for every policy. The mean
+Pearson is taken over the tasks where it is defined (`pearson_undefined` lists the others), but
+the `--min-pearson` gate holds every task it names: one undefined task leaves it `not computed`
+(`pearson_gate_value`), since a mean over the other tasks says nothing about that one.
 """
 
 from __future__ import annotations
@@ -101,7 +106,8 @@ class TaskFidelity:
 
 @dataclass(frozen=True)
 class RankFidelityResult:
-    """`to_dict()` is the `rank_fidelity` section: `tasks`, `mean` (over tasks), `skipped`."""
+    """`to_dict()` is the `rank_fidelity` section: `tasks`, `mean` (over tasks; Pearson over those
+    where it is defined), `pearson_undefined` (the tasks where it is not), `skipped`."""
 
     tasks: dict[str, TaskFidelity]
     mean_mmrv: float | None
@@ -109,9 +115,15 @@ class RankFidelityResult:
     skipped: tuple[dict[str, str], ...] = ()
     n_boot: int = 0
 
+    @property
+    def pearson_undefined(self) -> list[str]:
+        """Tasks whose Pearson is undefined (sim or real success equal for every policy)."""
+        return [k for k, t in self.tasks.items() if t.pearson is None]
+
     def to_dict(self) -> dict[str, Any]:
         return {"tasks": {k: v.to_dict() for k, v in self.tasks.items()},
                 "mean": {"mmrv": self.mean_mmrv, "pearson": self.mean_pearson},
+                "pearson_undefined": self.pearson_undefined,
                 "mmrv_sides": "order from sim and real; violation size from real success",
                 "n_boot": self.n_boot, "skipped": list(self.skipped)}
 
@@ -176,6 +188,23 @@ def rank_fidelity(rates: list[PolicyRates], *, n_boot: int = N_BOOT, confidence:
                               n_boot if any(t.mmrv_ci for t in tasks.values()) else 0)
 
 
+def pearson_gate_value(res: RankFidelityResult) -> tuple[float | None, str | None]:
+    """The `min_pearson` gate's value: the mean Pearson over EVERY task, or (None, why) when it is
+    undefined on one of them."""
+    bad = res.pearson_undefined
+    if not bad:
+        return res.mean_pearson, None
+
+    def why(task: str) -> str:
+        ps = res.tasks[task].policies
+        side = "sim" if len({p.sim for p in ps}) == 1 else "real"
+        return f"{task!r} ({side} success {getattr(ps[0], side):g} for all {len(ps)} policies)"
+
+    shown = ", ".join(why(t) for t in bad[:4]) + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
+    return None, (f"Pearson is undefined on {len(bad)} of {len(res.tasks)} task(s): {shown}; a mean over the "
+                  "other tasks says nothing about these")
+
+
 def rank_fidelity_findings(res: RankFidelityResult, *, min_pearson: float = MIN_PEARSON,
                            max_mmrv: float = MAX_MMRV) -> list:
     """`rank_fidelity` (a gap) when sim ranks policies unlike real over the tasks' mean.
@@ -196,7 +225,9 @@ def rank_fidelity_findings(res: RankFidelityResult, *, min_pearson: float = MIN_
     high_m = res.mean_mmrv is not None and res.mean_mmrv > max_mmrv
     if not (low_r or high_m):
         return []
-    parts = ([f"mean Pearson {res.mean_pearson:.2f} < {min_pearson:g}"] if low_r else []) + \
+    over = (f" (over {len(res.tasks) - len(res.pearson_undefined)} of {len(res.tasks)} tasks)"
+            if res.pearson_undefined else "")
+    parts = ([f"mean Pearson {res.mean_pearson:.2f} < {min_pearson:g}{over}"] if low_r else []) + \
             ([f"mean MMRV {res.mean_mmrv:.3f} > {max_mmrv:g}"] if high_m else [])
     worst = max(res.tasks.values(), key=lambda t: t.mmrv)
     score = max((min_pearson - res.mean_pearson) if low_r else 0.0,
@@ -206,7 +237,7 @@ def rank_fidelity_findings(res: RankFidelityResult, *, min_pearson: float = MIN_
         f"Sim does not rank the policies as real does: {' and '.join(parts)}",
         {"mean_pearson": res.mean_pearson, "mean_mmrv": res.mean_mmrv, "min_pearson": min_pearson,
          "max_mmrv": max_mmrv, "worst_task": worst.task, "worst_task_mmrv": worst.mmrv,
-         "n_tasks": len(res.tasks)},
+         "n_tasks": len(res.tasks), "pearson_undefined": res.pearson_undefined},
         f"Do not pick checkpoints by sim success on these tasks yet (worst: {worst.task!r}, MMRV "
         f"{worst.mmrv:.3f}); close the gap on the swapped policies first, then recheck.", score=float(score))]
 

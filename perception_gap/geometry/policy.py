@@ -1,17 +1,24 @@
 """A frozen policy's actions on paired sim and real observations, compared per action dimension.
 
 Per dimension: the spread of the actions across frames in each domain (`sim_std`, `real_std`),
-the paired difference `real - sim` (mean), and `paired_diff_rel` = mean |real - sim| / sim_std
-(how far the real action lands from its sim twin, in units of sim's own action spread).
+the paired difference `real - sim` (mean, and mean absolute `paired_diff_abs`), and
+`paired_diff_rel` = mean |real - sim| / sim_std (how far the real action lands from its sim twin,
+in units of sim's own action spread). A dimension whose sim action does not vary has no spread to
+measure in: `paired_diff_rel` is 0 there when real equals sim on every pair, and undefined (null)
+when they differ; the `--max-rel-diff` gate is then not computed (`rel_diff_gate_value`).
 
 Rules (stated): a dimension *collapses* when real's spread is below COLLAPSE_RATIO of sim's
 while sim's varies, or when real sits at the dimension's extreme (the min or max over both
 domains) in at least SATURATED_SHARE of frames while sim does so in at most 1 - SATURATED_SHARE;
-the *whole policy* collapses when no dimension varies in either domain (it ignores its input).
+the *whole policy* collapses when no dimension varies in either domain and real equals sim on
+every pair (it ignores its input). An output constant within each domain but different between
+them is not a collapse: the policy ignores what varies from frame to frame yet reads something
+that differs between the domains as a whole, a `policy_obs_mismatch` (`constant_per_domain`).
 The spread rule is also applied to the early steps alone (step < EARLY_STEPS, when the frames
 carry steps and at least 3 pairs are early): a policy stuck at the start of real episodes
 collapses there first. Any of these gives `action_collapse`. A dimension that does not collapse but has `paired_diff_rel` >=
-MISMATCH_REL gives `policy_obs_mismatch` (the policy reads sim and real observations differently).
+MISMATCH_REL, or whose sim action is constant while real differs from it, gives
+`policy_obs_mismatch` (the policy reads sim and real observations differently).
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ class DimStats:
     real_std: float
     paired_diff_mean: float
     paired_diff_rel: float
+    paired_diff_abs: float
     sim_quantiles: tuple[float, ...]
     real_quantiles: tuple[float, ...]
     collapsed: bool
@@ -52,7 +60,8 @@ class DimStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {"sim_std": self.sim_std, "real_std": self.real_std, "paired_diff_mean": self.paired_diff_mean,
-                "paired_diff_rel": _num(self.paired_diff_rel), "sim_quantiles": list(self.sim_quantiles),
+                "paired_diff_rel": _num(self.paired_diff_rel), "paired_diff_abs": _num(self.paired_diff_abs),
+                "sim_quantiles": list(self.sim_quantiles),
                 "real_quantiles": list(self.real_quantiles), "collapsed": self.collapsed, "saturated": self.saturated}
 
 
@@ -63,7 +72,8 @@ class PolicyCheck:
     Attributes:
         per_dim: one entry per action dimension.
         n_pairs: paired frames compared.
-        ignores_input: no dimension varies in either domain.
+        ignores_input: no dimension varies in either domain and real equals sim on every pair.
+        constant_per_domain: no dimension varies in either domain, but real differs from sim.
         worst_pairs: the pair keys whose actions differ most (normalized by sim's spread), worst first.
         worst_scores: their root-mean-square normalized difference.
         n_early: pairs at step < EARLY_STEPS (0 without steps).
@@ -77,11 +87,13 @@ class PolicyCheck:
     worst_scores: tuple[float, ...]
     n_early: int = 0
     early_collapsed: tuple[int, ...] = ()
+    constant_per_domain: bool = False
     higher_is_gap: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {"per_dim": [d.to_dict() for d in self.per_dim], "n_pairs": self.n_pairs,
-                "ignores_input": self.ignores_input, "n_early": self.n_early,
+                "ignores_input": self.ignores_input, "constant_per_domain": self.constant_per_domain,
+                "n_early": self.n_early,
                 "early_collapsed": list(self.early_collapsed),
                 "worst_pairs": [{"pair_key": k, "score": _num(s)} for k, s in zip(self.worst_pairs, self.worst_scores)]}
 
@@ -125,20 +137,24 @@ def _compare(sim: np.ndarray, real: np.ndarray, pair_keys: list[str], steps: lis
     diff = real - sim
     scale = 1 + np.abs(np.concatenate([sim, real])).mean(axis=0)
     varies = s_std > CONSTANT_TOL * scale
+    abs_diff = np.abs(diff).mean(axis=0)
+    differs = ~(abs_diff <= CONSTANT_TOL * scale)  # an overflowed (inf/nan) difference differs too
     both = np.concatenate([sim, real])
     lo, hi = both.min(axis=0), both.max(axis=0)
     spread = _spread_collapse(sim, real)
     dims = []
     for j in range(sim.shape[1]):
-        rel = float(np.abs(diff[:, j]).mean() / s_std[j]) if varies[j] else math.nan
+        # no sim spread to measure in: no difference is 0 in any unit, a difference is undefined
+        rel = float(abs_diff[j] / s_std[j]) if varies[j] else (math.nan if differs[j] else 0.0)
         saturated = bool(varies[j] and hi[j] > lo[j] and _at_extreme(real[:, j], lo[j], hi[j]) >= SATURATED_SHARE
                          and _at_extreme(sim[:, j], lo[j], hi[j]) <= 1 - SATURATED_SHARE)
         collapsed = bool(spread[j]) or saturated
         q = (5, 25, 50, 75, 95)
-        dims.append(DimStats(float(s_std[j]), float(r_std[j]), float(diff[:, j].mean()), rel,
+        dims.append(DimStats(float(s_std[j]), float(r_std[j]), float(diff[:, j].mean()), rel, float(abs_diff[j]),
                              tuple(float(v) for v in np.percentile(sim[:, j], q)),
                              tuple(float(v) for v in np.percentile(real[:, j], q)), collapsed, saturated))
-    ignores = bool(not varies.any() and (r_std <= CONSTANT_TOL * scale).all())
+    constant = bool(not varies.any() and (r_std <= CONSTANT_TOL * scale).all())
+    ignores, per_domain = constant and not differs.any(), constant and bool(differs.any())
     norm = np.where(varies, s_std, np.inf)
     score = np.sqrt(np.mean((diff / norm) ** 2, axis=1)) if varies.any() else np.zeros(len(sim))
     order = np.argsort(-score, kind="stable")[:TOP_FRAMES]
@@ -146,7 +162,33 @@ def _compare(sim: np.ndarray, real: np.ndarray, pair_keys: list[str], steps: lis
     n_early = int(early.sum())
     early_dims = tuple(int(j) for j in np.flatnonzero(_spread_collapse(sim[early], real[early]))) if n_early >= 3 else ()
     return PolicyCheck(tuple(dims), len(sim), ignores, tuple(pair_keys[i] for i in order),
-                       tuple(float(score[i]) for i in order), n_early, early_dims)
+                       tuple(float(score[i]) for i in order), n_early, early_dims, per_domain)
+
+
+def rel_diff_gate_value(pc: PolicyCheck) -> tuple[float | None, str | None]:
+    """The `max_paired_diff_rel` gate's value: the largest `paired_diff_rel` over EVERY action
+    dimension, or (None, why) when one of them is undefined (sim constant, real different) or not
+    finite; a gate over the dimensions that could be measured would pass on the one that differs.
+    """
+    bad = [j for j, d in enumerate(pc.per_dim) if not math.isfinite(d.paired_diff_rel)]
+    if not bad:
+        return max((d.paired_diff_rel for d in pc.per_dim), default=None), None
+    flat = [j for j in bad if math.isfinite(pc.per_dim[j].sim_std) and math.isfinite(pc.per_dim[j].paired_diff_abs)]
+    over = [j for j in bad if j not in flat]
+    parts = []
+    if flat:
+        shown = ", ".join(f"{j} (mean |real - sim| {pc.per_dim[j].paired_diff_abs:.3g}, sim std "
+                          f"{pc.per_dim[j].sim_std:.3g})" for j in flat[:4])
+        parts.append(f"undefined in action dimension(s) {shown}{_more(flat)}: sim's action does not vary "
+                     "there while real's differs from it")
+    if over:
+        parts.append(f"not finite in action dimension(s) {', '.join(map(str, over[:4]))}{_more(over)}: the "
+                     "actions are too large for float64 spreads")
+    return None, "|real - sim| / sim std is " + "; ".join(parts)
+
+
+def _more(dims: list[int]) -> str:
+    return f" and {len(dims) - 4} more" if len(dims) > 4 else ""
 
 
 def policy_findings(pc: PolicyCheck) -> list[Finding]:
@@ -174,14 +216,36 @@ def policy_findings(pc: PolicyCheck) -> list[Finding]:
             score=float(len(collapsed) + len(pc.early_collapsed) + 10 * pc.ignores_input)))
     mism = [j for j, d in enumerate(pc.per_dim) if not d.collapsed and math.isfinite(d.paired_diff_rel)
             and d.paired_diff_rel >= MISMATCH_REL]
-    if mism:
+    # real differs from a sim action that does not vary: no sim spread to measure the difference in
+    # (a dimension whose statistics overflowed is not one: its numbers are null, with their reason)
+    flat = [j for j, d in enumerate(pc.per_dim) if not d.collapsed and not math.isfinite(d.paired_diff_rel)
+            and math.isfinite(d.sim_std) and math.isfinite(d.paired_diff_abs)]
+    if mism or flat:
+        dims = sorted(mism + flat)
         rel = [pc.per_dim[j].paired_diff_rel for j in mism]
+        flat_dims = ", ".join(map(str, flat[:8])) + (f" and {len(flat) - 8} more" if len(flat) > 8 else "")
+        flat_abs = ", ".join(f"{pc.per_dim[j].paired_diff_abs:.3g}" for j in flat[:8])
+        if pc.constant_per_domain:
+            title = (f"The policy returns one constant action for all {pc.n_pairs} sim frames and a different one for "
+                     f"all real frames (|real - sim| = {flat_abs} in dimension(s) {flat_dims}): it ignores what varies from "
+                     "frame to frame but reads something that differs between sim and real as a whole.")
+            action = ("Compare what reaches the policy from each side besides the scene: proprio layout, order and "
+                      "units, the frames' value range and normalization, any constant input; a policy that answers "
+                      "each domain with one fixed action reacts to that difference, not to the observation.")
+        else:
+            parts = ([f"up to {max(rel):.3g}x sim's own action spread"] if rel else []) + \
+                    ([f"sim's action constant in dimension(s) {flat_dims} while real's differs from it by "
+                      f"{flat_abs} on average"] if flat else [])
+            title = (f"The policy acts differently on paired real and sim frames in {len(dims)} dimension(s) "
+                     f"({'; '.join(parts)}).")
+            action = ("Look at the frames that differ most: the gap the policy reacts to is there; fix plumbing "
+                      "findings first, then the appearance gap those frames show.")
         out.append(Finding(
-            "policy_obs_mismatch", "gap",
-            f"The policy acts differently on paired real and sim frames in {len(mism)} dimension(s) (up to "
-            f"{max(rel):.3g}x sim's own action spread).",
-            {"dims": mism, "paired_diff_rel": rel, "paired_diff_mean": [pc.per_dim[j].paired_diff_mean for j in mism],
-             "frames": frames, "frame_scores": list(pc.worst_scores)},
-            "Look at the frames that differ most: the gap the policy reacts to is there; fix plumbing findings "
-            "first, then the appearance gap those frames show.", score=max(rel)))
+            "policy_obs_mismatch", "gap", title,
+            {"dims": dims, "paired_diff_rel": [_num(pc.per_dim[j].paired_diff_rel) for j in dims],
+             "paired_diff_abs": [_num(pc.per_dim[j].paired_diff_abs) for j in dims],
+             "paired_diff_mean": [_num(pc.per_dim[j].paired_diff_mean) for j in dims], "sim_constant_dims": flat,
+             "constant_per_domain": pc.constant_per_domain, "frames": frames, "frame_scores": list(pc.worst_scores)},
+            # a difference sim shows no spread at all against ranks above any measured in sim spreads
+            action, score=max(rel, default=0.0) + (10.0 if flat else 0.0)))
     return out

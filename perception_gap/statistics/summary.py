@@ -35,10 +35,11 @@ def _vector_ranges(vectors: list[tuple[float, ...] | None]) -> dict[str, Any] | 
     widths = Counter(len(v) for v in rows)
     dim = widths.most_common(1)[0][0]
     a = np.asarray([v for v in rows if len(v) == dim], dtype=np.float64)
+    k = np.ldexp(1.0, np.maximum(np.frexp(np.abs(a).max(0))[1], 0))  # a power of two: a / k is exact, no sum overflows
     return {
         "n": int(a.shape[0]), "dim": int(dim), "inconsistent_length": int(len(rows) - a.shape[0]),
         "min": [_f(x) for x in a.min(0)], "max": [_f(x) for x in a.max(0)],
-        "mean": [_f(x) for x in a.mean(0)], "std": [_f(x) for x in a.std(0)],
+        "mean": [_f(x) for x in (a / k).mean(0) * k], "std": [_f(x) for x in (a / k).std(0) * k],
     }
 
 

@@ -11,12 +11,15 @@ pass restarts only for a frame behind it). A frame whose file or container chang
 
 The policy is called as `policy(images, proprio)` with images float32 (N, 3, H, W) RGB: 8-bit
 frames / 255, 16-bit / 65535, observation arrays of other dtypes as they are (docs/contract.md);
-`--preprocess` (module:function) may map each batch first.
+`--preprocess` (module:function) may map each batch first. Proprio of one width on sim frames
+and another on real frames is `control_dims`, as `stats` names it (the run goes on: a policy may
+read images only); when the policy then raises, its one-line error says so too. The
+`--max-rel-diff` gate covers every action dimension or is `not computed` (exit 1, with the
+dimensions it could not measure in its `reason`; `perception_gap.gates`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -149,14 +152,24 @@ def catalog_pairs(catalog: Catalog, sim: str, real: str) -> tuple[list[str], lis
     return keys, [rows[sim][k] for k in keys], [rows[real][k] for k in keys]
 
 
+def proprio_width(rows: list[dict], domain: str) -> int:
+    """The one proprio length of a domain's rows (0 without proprio).
+
+    Raises:
+        InputError: the rows carry proprio vectors of different lengths (frames without one count as 0).
+    """
+    dims = {len(r["proprio"] or []) for r in rows}
+    if len(dims) > 1:
+        raise InputError(f"Expected the same proprio length for every {domain} frame, got lengths {sorted(dims)}.")
+    return dims.pop() if dims else 0
+
+
 def _stack(rows: list[dict], images: list[np.ndarray], domain: str) -> tuple[np.ndarray, np.ndarray]:
     shapes = {im.shape for im in images}
     if len(shapes) > 1:
         raise InputError(f"Expected one frame size across the {domain} frames, got {sorted(shapes)}.")
-    dims = {len(r["proprio"] or []) for r in rows}
-    if len(dims) > 1:
-        raise InputError(f"Expected the same proprio length for every {domain} frame, got lengths {sorted(dims)}.")
-    proprio = np.array([r["proprio"] or [] for r in rows], dtype=np.float32).reshape(len(rows), dims.pop())
+    width = proprio_width(rows, domain)
+    proprio = np.array([r["proprio"] or [] for r in rows], dtype=np.float32).reshape(len(rows), width)
     return np.stack(images), proprio
 
 
@@ -170,10 +183,13 @@ def _preprocess(prep: Callable, images: np.ndarray, proprio: np.ndarray) -> tupl
 
 
 def run_policy(policy: Policy, prep: Callable | None, keys: list[str], sim: list[dict], real: list[dict],
-               batch: int) -> tuple[np.ndarray, np.ndarray, list[str], list[dict[str, str]]]:
+               batch: int, fed: dict[str, set[int]] | None = None) -> tuple[np.ndarray, np.ndarray, list[str],
+                                                                             list[dict[str, str]]]:
     """(sim actions (N, A), real actions (N, A), the pair keys used, skipped pairs with reasons).
 
     Each frame is decoded once (`FrameReader`); a pair with an unreadable frame is skipped.
+    `fed`, when given, collects the proprio widths the policy was called with per domain
+    (after `--preprocess`).
     """
     readers = {"sim": FrameReader(sim), "real": FrameReader(real)}
     out: dict[str, list[np.ndarray]] = {"sim": [], "real": []}
@@ -198,6 +214,8 @@ def run_policy(policy: Policy, prep: Callable | None, keys: list[str], sim: list
                 images, proprio = _stack([r for r, _ in items], [im for _, im in items], dom)
                 if prep is not None:
                     images, proprio = _preprocess(prep, images, proprio)
+                if fed is not None:
+                    fed.setdefault(dom, set()).add(int(proprio.shape[1]) if proprio.ndim == 2 else -1)
                 out[dom].append(policy(np.asarray(images, np.float32), np.asarray(proprio, np.float32)))
     for r in readers.values():
         r.close()
@@ -218,6 +236,21 @@ def _exit_message(e: BaseException, stage: str, policy: str, preprocess: str | N
             "not to end the process. No results were written.")
 
 
+def _proprio_findings(fed: dict[str, set[int]], catalog_widths: dict[str, int]) -> list:
+    """`control_dims` (as `stats` names it) when the policy got proprio of one width on sim frames
+    and another on real frames."""
+    from perception_gap.diagnoses.control import control_dims_finding
+
+    ws, wr = sorted(fed.get("sim", ())), sorted(fed.get("real", ()))
+    if ws == wr or not ws or not wr:
+        return []
+    return [control_dims_finding(
+        "proprio", ws[0], wr[0], {"fed_to_policy": True, "catalog_sim_dims": catalog_widths["sim"],
+                                  "catalog_real_dims": catalog_widths["real"]},
+        where=": the policy was fed both layouts" + (" (after `--preprocess`)" if (ws[0], wr[0]) != (
+            catalog_widths["sim"], catalog_widths["real"]) else ""))]
+
+
 def check_batch_size(batch_size: Any) -> None:
     """`batch_size` is a whole number >= 1 (checked before the catalog is opened)."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -234,11 +267,14 @@ def policy_check_job(catalog: Catalog, sim: str, real: str, policy: str, *, prep
         policy: a TorchScript file, a `.pt2` program or `module:function`.
         preprocess: optional `module:function` called on each batch as fn(images, proprio).
         batch_size: frames per policy call.
-        max_rel_diff: gate on the largest |real - sim| / sim std over the action dimensions; None: no gate.
+        max_rel_diff: gate on the largest |real - sim| / sim std over every action dimension; None: no
+            gate. The gate is `not computed` (it does not pass) when a dimension's value is undefined
+            (sim constant there, real different) or not finite.
 
     Returns:
-        The results: `policy_check` (`policy`, `per_dim`, `n_pairs`, ..., `skipped`, `gate`),
-        `findings`, `version`, `config`.
+        The results: `policy_check` (`policy`, `per_dim`, `n_pairs`, ..., `skipped`, `proprio_dims`
+        (the proprio widths the policy was called with per domain), `gate`), `findings` (with
+        `control_dims` when those widths differ, as `stats` names them), `version`, `config`.
 
     Raises:
         InputError: unknown sets, too few pairs, a policy that cannot be loaded or fails.
@@ -246,28 +282,33 @@ def policy_check_job(catalog: Catalog, sim: str, real: str, policy: str, *, prep
     from perception_gap.encoders.errors import EncoderError
     from perception_gap.encoders.policy import PolicyCall, import_function, load_policy
     from perception_gap.findings import order_findings
-    from perception_gap.geometry.policy import compare_actions, policy_findings
+    from perception_gap.geometry.policy import compare_actions, policy_findings, rel_diff_gate_value
 
     check_batch_size(batch_size)
     keys, sim_rows, real_rows = catalog_pairs(catalog, sim, real)
+    widths = {"sim": proprio_width(sim_rows, "sim"), "real": proprio_width(real_rows, "real")}
+    fed: dict[str, set[int]] = {}
     stage = "loading `--policy`"
     try:
         call = PolicyCall(load_policy(policy), policy)
         stage = "importing `--preprocess`"
         prep = import_function(preprocess) if preprocess else None
         stage = "running the policy" + (" or `--preprocess`" if preprocess else "")
-        a_sim, a_real, used, skipped = run_policy(call, prep, keys, sim_rows, real_rows, batch_size)
+        a_sim, a_real, used, skipped = run_policy(call, prep, keys, sim_rows, real_rows, batch_size, fed)
     except EncoderError as e:
-        raise InputError(str(e)) from None
+        hint = (f" (sim proprio is {widths['sim']}-d, real proprio {widths['real']}-d: `stats` names this "
+                "control_dims)" if widths["sim"] != widths["real"] else "")
+        raise InputError(f"{str(e).rstrip('.')}{hint}." if hint else str(e)) from None
     except (Exception, KeyboardInterrupt):  # errors with their own message; Ctrl-C as the CLI reports it
         raise
     except BaseException as e:  # noqa: BLE001 - sys.exit() in user code must not end the run with exit 0
         raise InputError(_exit_message(e, stage, policy, preprocess)) from None
     step_of = {k: r["step"] if r["step"] is not None else rr["step"] for k, r, rr in zip(keys, sim_rows, real_rows)}
     pc = compare_actions(a_sim, a_real, used, [step_of[k] for k in used])
-    section = {"policy": policy, **pc.to_dict(), "skipped": skipped}
-    rel = [d["paired_diff_rel"] for d in section["per_dim"]]
-    worst = max((r for r in rel if r is not None and math.isfinite(r)), default=None)
-    section["gate"] = threshold_gate("max_paired_diff_rel", worst, max_rel_diff)
-    return {"policy_check": section, "findings": [f.to_dict() for f in order_findings(policy_findings(pc))],
+    section = {"policy": policy, **pc.to_dict(), "skipped": skipped,
+               "proprio_dims": {d: sorted(fed.get(d, ())) for d in ("sim", "real")}}
+    worst, why = rel_diff_gate_value(pc)
+    section["gate"] = threshold_gate("max_paired_diff_rel", worst, max_rel_diff, reason=why)
+    findings = policy_findings(pc) + _proprio_findings(fed, widths)
+    return {"policy_check": section, "findings": [f.to_dict() for f in order_findings(findings)],
             "version": __version__, "config": {"policy": policy, "sim": sim, "real": real, "preprocess": preprocess}}
