@@ -17,3 +17,7 @@ class WeightsUnavailableError(EncoderError):
 
 class UnsafeCheckpointError(EncoderError):
     """A checkpoint would run code when unpickled (not a plain weights file): refused."""
+
+
+class ArchiveLimitError(EncoderError):
+    """A file declares more data than it may unpack to (see `archives.declared_limit`): refused unloaded."""

@@ -5,8 +5,9 @@ TensorFlow's FID code used, ported to PyTorch), written here in plain `torch.nn`
 module names, so its state dict is the one pytorch-fid downloads
 (`pt_inception-2015-12-05-6726825d.pth`, 8 hex digits of its SHA-256 in the name): the
 torchvision `inception_v3(num_classes=1008, aux_logits=False)` key layout. Nothing downloads:
-FILE is a local `.pth`/`.pt`/`.bin` (loaded with `torch.load(weights_only=True)` after
-`checkpoints.check_weights_only`) or `.safetensors`.
+FILE is a local `.pth`/`.pt`/`.bin` (loaded by `checkpoints.load_weights_only`: its declared
+sizes checked, then `torch.load(weights_only=True)`) or `.safetensors`; every tensor must be dense
+and floating point (integer weights would be truncated into the network).
 
 It differs from torchvision's Inception v3 in four places (the "FID blocks"):
 
@@ -28,13 +29,12 @@ from __future__ import annotations
 import logging
 import os
 import re
-import zipfile
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from perception_gap.encoders.base import Encoder, file_sha256
-from perception_gap.encoders.checkpoints import CHECKPOINT_SUFFIXES, check_weights_only
+from perception_gap.encoders.checkpoints import CHECKPOINT_SUFFIXES, check_weights_only, load_weights_only
 from perception_gap.encoders.errors import EncoderError
 from perception_gap.encoders.preprocessing import Preprocessing, _to_hwc_uint8
 from perception_gap.encoders.registry import register_prefix
@@ -200,39 +200,50 @@ def build_fid_inception() -> "torch.nn.Module":
 
 
 def _read_state_dict(path: str, *, mmap: bool = False) -> dict[str, Any]:
-    """The file's tensors (weights-only load; memory-mapped when `mmap` and the file is a zip, so
-    checking keys and shapes reads no tensor data); EncoderError when it is not a dict of tensors."""
+    """The file's tensors (weights-only load once its declared sizes are checked; memory-mapped when
+    `mmap` and the file is an uncompressed zip, so checking keys and shapes reads no tensor data);
+    EncoderError when it is not a dict of tensors."""
     import torch
 
-    try:
-        check_weights_only(path)
-    except EncoderError as e:  # the same refusal, naming what the file was meant to be
-        raise type(e)(f"FID Inception weights: {e}") from None
-    try:
-        if path.endswith(".safetensors"):
+    what = "FID Inception weights"
+    if path.endswith(".safetensors"):
+        check_weights_only(path, what)
+        try:
             from safetensors.torch import load_file
 
             state = load_file(path, device="cpu")
-        else:
-            state = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap and zipfile.is_zipfile(path))
-    except Exception as e:  # noqa: BLE001 - any failure here means an unreadable weights file
-        raise EncoderError(f"cannot read Inception weights {path}: {str(e).strip().splitlines()[0]}") from None
+        except Exception as e:  # noqa: BLE001 - any failure here means an unreadable weights file
+            raise EncoderError(f"cannot read {what} {path}: {str(e).strip().splitlines()[0]}") from None
+    else:
+        state = load_weights_only(path, what, mmap=mmap)
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise EncoderError(f"Expected the FID Inception weights {path!r} to hold a state dict of tensors, "
                            f"got {type(state).__name__}.")
     return state
 
 
+def _kind(t: Any) -> str:
+    """A tensor's layout and dtype in words ("sparse_coo float32", "quantized qint8", "int64")."""
+    dtype = str(t.dtype).removeprefix("torch.")
+    if t.is_quantized:
+        return f"quantized {dtype}"
+    layout = str(t.layout).removeprefix("torch.")
+    return dtype if layout == "strided" else f"{layout} {dtype}"
+
+
 def check_state_dict(state: dict[str, Any], model: Any, path: str) -> dict[str, Any]:
-    """`state`, once its keys and shapes are checked against `model`'s.
+    """`state`, once its keys, shapes, layouts and dtypes are checked against `model`'s.
 
     BatchNorm's `num_batches_tracked` counters are optional (older files lack them); every
     other key of the model must be present with the model's shape, and no other key may be.
+    Every tensor must be dense (not sparse, not quantized) and floating point where the model's
+    is (integer weights would be truncated into the network and give FID 0 for any two sets).
 
     Raises:
-        EncoderError: missing, unexpected or mis-shaped keys (the first few named).
+        EncoderError: missing, unexpected, mis-shaped or mis-typed keys (the first few named).
     """
-    want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    model_state = model.state_dict()
+    want = {k: tuple(v.shape) for k, v in model_state.items()}
     optional = {k for k in want if k.endswith("num_batches_tracked")}
     missing = sorted(set(want) - set(state) - optional)
     unexpected = sorted(set(state) - set(want))
@@ -242,6 +253,14 @@ def check_state_dict(state: dict[str, Any], model: Any, path: str) -> dict[str, 
                  (("missing keys", missing), ("unexpected keys", unexpected), ("keys of another shape", shapes)) if v]
         raise EncoderError(f"Expected the FID Inception weights {path!r} to be the FID Inception v3 state dict "
                            f"(pytorch-fid's pt_inception-2015-12-05 layout), got {'; '.join(parts)}.")
+    kinds = sorted(k for k in set(want) & set(state)
+                   if state[k].layout != model_state[k].layout or state[k].is_quantized
+                   or state[k].dtype.is_floating_point != model_state[k].dtype.is_floating_point
+                   or state[k].dtype.is_complex)
+    if kinds:
+        shown = ", ".join(f"{k}: {_kind(state[k])}" for k in kinds[:2])
+        raise EncoderError(f"Expected the FID Inception weights {path!r} to hold dense floating-point tensors, "
+                           f"got {len(kinds)} of another kind (e.g. {shown}).")
     return state
 
 

@@ -8,7 +8,8 @@ are read by `torch.jit.load` (TorchScript's own restricted loader) and `.pt2` pr
 (`torch.export.load` would otherwise retry a pickled member, such as its sample inputs, with the
 full unpickler); an archive holding a plain-pickle member (an opaque-object constant, which
 `torch.export.load` reads with `pickle.loads`) is refused before loading, as is a plain
-`torch.save` pickle given as the policy. A `module:function`
+`torch.save` pickle given as the policy. Before either loader runs, the archive's declared sizes
+are checked against its size (`archives.check_declared_sizes`). A `module:function`
 spec imports the user's own code on purpose (`pkg.mod:fn`, or `path/to/file.py:fn`).
 """
 
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from perception_gap.encoders.archives import check_declared_sizes
 from perception_gap.encoders.errors import EncoderError
 
 
@@ -152,6 +154,8 @@ def load_policy(spec: str) -> Callable[..., Any]:
     import torch
 
     if os.path.isfile(spec):
+        # the loaders size their buffers from what the archive declares, not from the file
+        check_declared_sizes(spec, "`--policy`", legacy=False)
         if spec.endswith(".pt2"):
             return load_exported(spec)
         try:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from perception_gap.errors import InputError
 from perception_gap.ingest.entries import DOMAINS, FrameEntry, IndexReport, Progress, index_entries
-from perception_gap.ingest.tables import read_table
+from perception_gap.ingest.tables import as_float, read_table
 from perception_gap.statistics.depth import parse_depth_unit
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 MANIFEST_REQUIRED = ("set", "domain", "rgb", "pair_key")
 MANIFEST_OPTIONAL = ("depth", "depth_unit", "episode", "step", "action", "proprio")
 STEP_MIN, STEP_MAX = -(2**63), 2**63 - 1  # the catalog stores steps as BIGINT
+# Rows of one manifest: every row is held as Python objects while the set is indexed (about
+# 1.2 KB at peak for a row of six columns), so the cap keeps one manifest under about 2.5 GB;
+# larger collections are split into several manifests.
+MAX_MANIFEST_ROWS = 2_000_000
 
 
 def _number(value: Any, what: str) -> float:
@@ -35,8 +39,8 @@ def _number(value: Any, what: str) -> float:
         shown = "null" if value is None else json.dumps(value, default=str)[:40]
         raise ValueError(f"{what} is {shown}, expected a number")
     try:
-        return float(value)
-    except (TypeError, ValueError):
+        return as_float(value)
+    except ValueError:
         raise ValueError(f"{what} is {str(value)[:40]!r}, expected a number") from None
 
 
@@ -47,7 +51,7 @@ def _step(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"column 'step' is {str(value)[:40]!r} ({type(value).__name__}), expected a whole number")
     try:
-        x = float(value) if not isinstance(value, int) else value
+        x = as_float(value) if not isinstance(value, int) else value
     except ValueError:
         raise ValueError(f"column 'step' is {str(value)[:40]!r}, expected a whole number") from None
     if isinstance(x, float) and not (math.isfinite(x) and x == int(x)):
@@ -102,10 +106,10 @@ def read_manifest(path: Path, *, root: Path | None = None, set_name: str | None 
             domain is refused.
 
     Raises:
-        InputError: unreadable file, a missing required column, a bad domain, a set named with
-            both domains, or a row contradicting `set_name` or `domain`.
+        InputError: unreadable file, more than MAX_MANIFEST_ROWS rows, a missing required column,
+            a bad domain, a set named with both domains, or a row contradicting `set_name` or `domain`.
     """
-    table = read_table(path, "--manifest")
+    table = read_table(path, "--manifest", max_rows=MAX_MANIFEST_ROWS)
     given = {"set": set_name, "domain": domain}
     table.require([c for c in MANIFEST_REQUIRED if given.get(c) is None])
     columns, rows = table.columns, table.rows()

@@ -3,12 +3,17 @@
 Manifests, rollouts logs, rates tables, tick logs and pose logs all come through `read_table`,
 so every one of them takes the same three formats and refuses bad input with the same one-line
 errors: a missing or non-regular file, an unknown suffix, an unreadable file, a column named
-twice, no rows (`read_table`), a missing column (`require`), an empty name (`label`) and a
-number that is not finite or out of range (`number`). Rows count from 1 after the header in
-every message, whatever the format.
+twice, no rows or more rows than the caller's cap (`read_table`), a missing column (`require`),
+an empty name (`label`) and a number that is not finite or out of range (`number`). Rows count
+from 1 after the header in every message, whatever the format.
 
 CSV cells are text (an empty cell is None): a pair key `001` stays `001`. JSONL and Parquet
-keep their own types.
+keep their own types. A number (`as_float`) is an int or float value, or text written as a
+plain decimal number: never a boolean (JSONL `true`, a Parquet bool column), and never text that
+only Python's `float()` reads (`1_0` as 10, other scripts' digits).
+
+A row cap is checked before the rows are held: a Parquet file's row count comes from its
+footer, and CSV and JSONL rows are counted as they stream in.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,22 +79,33 @@ def _unique(names: list[Any], path: Path, what: str) -> list[str]:
     return seen
 
 
-def _csv_columns(fd: int, path: Path, what: str) -> dict[str, list[Any]]:
+def _too_many(n_rows: int | None, max_rows: int, path: Path, what: str) -> InputError:
+    """The refusal of a table past its cap; `n_rows` None where reading stopped at the first row over."""
+    got = "more (reading stopped there)" if n_rows is None else f"{n_rows:,}"
+    return InputError(f"Expected at most {max_rows:,} rows in {what} {str(path)!r}, got {got}; "
+                      "split the table or keep fewer rows.")
+
+
+def _csv_columns(fd: int, path: Path, what: str, max_rows: int | None) -> dict[str, list[Any]]:
     # utf-8-sig: a byte-order mark is not part of the first column's name
     with open(fd, newline="", encoding="utf-8-sig") as f:
         reader = csv.reader(f)
         header = _unique([c.strip() for c in next(reader, [])], path, what)
         columns: dict[str, list[Any]] = {n: [] for n in header}
+        n_rows = 0
         for cells in reader:
             if not any(c.strip() for c in cells):
                 continue  # a blank line is no row
+            n_rows += 1
+            if max_rows is not None and n_rows > max_rows:
+                raise _too_many(None, max_rows, path, what)
             cells = cells[:len(header)] + [""] * (len(header) - len(cells))  # cells past the header are dropped
             for n, c in zip(header, cells):
                 columns[n].append(None if c == "" else c)
     return columns
 
 
-def _jsonl_columns(fd: int, path: Path, what: str) -> dict[str, list[Any]]:
+def _jsonl_columns(fd: int, path: Path, what: str, max_rows: int | None) -> dict[str, list[Any]]:
     rows: list[dict[str, Any]] = []
     with open(fd, encoding="utf-8-sig") as f:
         for i, line in enumerate(f, 1):
@@ -101,20 +118,26 @@ def _jsonl_columns(fd: int, path: Path, what: str) -> dict[str, list[Any]]:
             if not isinstance(obj, dict):
                 raise InputError(f"{what} {str(path)!r} line {i}: expected a JSON object, got {type(obj).__name__}.")
             rows.append(obj)
+            if max_rows is not None and len(rows) > max_rows:
+                raise _too_many(None, max_rows, path, what)
     names = list(dict.fromkeys(k for r in rows for k in r))  # rows may leave keys out: their union, in order
     return {n: [r.get(n) for r in rows] for n in names}
 
 
-def _parquet_columns(fd: int, path: Path, what: str) -> dict[str, list[Any]]:
+def _parquet_columns(fd: int, path: Path, what: str, max_rows: int | None) -> dict[str, list[Any]]:
     import pyarrow.parquet as pq
 
     with open(fd, "rb") as f:
-        table = pq.read_table(f)
+        pf = pq.ParquetFile(f)
+        n_rows = pf.metadata.num_rows  # the footer's count: nothing decoded yet
+        if max_rows is not None and n_rows > max_rows:
+            raise _too_many(n_rows, max_rows, path, what)
+        table = pf.read()
     names = _unique(table.column_names, path, what)
     return {n: table.column(i).to_pylist() for i, n in enumerate(names)}
 
 
-def read_table(path: str | Path, what: str = "FILE") -> Table:
+def read_table(path: str | Path, what: str = "FILE", *, max_rows: int | None = None) -> Table:
     """Read a CSV (header row), JSONL (one object per line) or Parquet file.
 
     Only a regular file is read (a FIFO would block for ever, a device never ends).
@@ -122,13 +145,14 @@ def read_table(path: str | Path, what: str = "FILE") -> Table:
     Args:
         path: the file; its suffix (.csv, .jsonl or .ndjson, .parquet) says the format.
         what: the argument's name for error messages (`FILE`, `--manifest`).
+        max_rows: refuse a table of more rows, before holding them (None: no cap).
 
     Returns:
         The `Table`, with at least one row.
 
     Raises:
         InputError: the file is missing or not a regular file, of another type, unreadable, has a
-            column named twice, or no rows.
+            column named twice, no rows, or more than `max_rows`.
 
     Examples:
         >>> import tempfile, pathlib
@@ -149,7 +173,7 @@ def read_table(path: str | Path, what: str = "FILE") -> Table:
         raise InputError(f"Expected `{what}` to be a regular file, got {str(p)!r} ({e}).") from None
     reader = _csv_columns if ext == ".csv" else _parquet_columns if ext == ".parquet" else _jsonl_columns
     try:
-        columns = reader(fd, p, what)
+        columns = reader(fd, p, what, max_rows)
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001  (csv, codecs and pyarrow raise their own types) one line naming the file
@@ -182,13 +206,40 @@ def label(value: Any, column: str, row: int) -> str:
     return str(value).strip()
 
 
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)",
+                      re.IGNORECASE)
+
+
+def as_float(value: Any) -> float:
+    """A cell as a float: an int or float value, or text written as a decimal number (`-1.5`, `2e3`,
+    `nan`, `inf`); surrounding spaces are ignored.
+
+    Raises:
+        ValueError: None, a boolean, a list or other object, text that is not a plain decimal
+            (`1_0`, `١٠`, `0x10`), or an int beyond a float's range.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is a boolean, not a number")
+    if isinstance(value, str):
+        if not _DECIMAL.fullmatch(value.strip()):
+            raise ValueError(f"{value[:40]!r} is not a decimal number")
+        return float(value)
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:
+            raise ValueError(f"{value} is beyond a float's range") from None
+    raise ValueError(f"{str(value)[:40]!r} ({type(value).__name__}) is not a number")
+
+
 def number(value: Any, column: str, row: int, *, low: float = -math.inf, high: float = math.inf) -> float:
-    """A finite number within [low, high], else one error naming the row, column and value."""
+    """A finite number within [low, high] (see `as_float`), else one error naming the row, column and value."""
     try:
-        x = float(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond a float's range
+        x = as_float(value)
+    except ValueError:
         x = math.nan
     if not (math.isfinite(x) and low <= x <= high):
         bounds = f" in [{low:g}, {high:g}]" if math.isfinite(low) or math.isfinite(high) else ""
-        raise InputError(f"Row {row}: expected `{column}` to be a finite number{bounds}, got {value!r}.")
+        kind = " (a boolean)" if isinstance(value, bool) else ""
+        raise InputError(f"Row {row}: expected `{column}` to be a finite number{bounds}, got {value!r}{kind}.")
     return x

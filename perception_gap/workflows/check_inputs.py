@@ -181,16 +181,26 @@ def read_initial_states(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """(M, 3) initial states in metres and (M,) outcomes (1, 0, NaN for none) from a table.
 
     Columns `x`, `y`, `z` (metres, robot base frame) and optional `success` (1/0, true/false,
-    empty for a state without an outcome), in a CSV, JSONL or Parquet file.
+    empty for a state without an outcome), in a CSV, JSONL or Parquet file of at most MAX_STATES
+    rows. Column names are matched without case or surrounding spaces, so `x` and `X ` are the
+    same column: a table naming one twice is refused.
 
     Raises:
-        InputError: missing or unreadable file, missing columns, a bad value (naming its row).
+        InputError: an empty path, a missing or unreadable file, more than MAX_STATES rows,
+            missing or repeated columns, a bad value (naming its row).
     """
-    table = read_table(path, "--initial-states")
-    cols = {str(c).strip().lower(): v for c, v in table.columns.items()}
+    if isinstance(path, str) and not path.strip():
+        raise InputError(f"Expected `--initial-states` to name a CSV, JSONL or Parquet file, got {path!r}.")
+    table = read_table(path, "--initial-states", max_rows=MAX_STATES)
+    cols: dict[str, list[Any]] = {}
+    given: dict[str, str] = {}
+    for c, v in table.columns.items():
+        key = str(c).strip().lower()
+        if key in given:
+            raise InputError(f"--initial-states {str(path)!r} has columns {given[key]!r} and {str(c)!r}, which both "
+                             f"read as `{key}`; rename or remove one.")
+        given[key], cols[key] = str(c), v
     require(cols, ("x", "y", "z"), path, "--initial-states")
-    if table.n_rows > MAX_STATES:
-        raise InputError(f"Expected at most {MAX_STATES} initial states in {str(path)!r}, got {table.n_rows}.")
     xyz = np.array([[number(cols[k][i], k, i + 1, low=-MAX_COORD_M, high=MAX_COORD_M) for k in ("x", "y", "z")]
                     for i in range(table.n_rows)], dtype=np.float64)
     success = []

@@ -63,7 +63,7 @@ def reprojection_job(path: str | Path, *, initial_states: str | Path | None = No
     from perception_gap.workflows.check_inputs import read_cameras, read_initial_states
 
     spec = read_cameras(path)
-    states = read_initial_states(initial_states) if initial_states else None
+    states = read_initial_states(initial_states) if initial_states is not None else None
     r = reprojection_error(spec.sim, spec.real, spec.points, known_xyz=spec.known_xyz, known_px=spec.known_px)
     section = r.to_dict()
     grid = spec.grid
