@@ -19,8 +19,10 @@ footer, and CSV and JSONL rows are counted as they stream in.
 from __future__ import annotations
 
 import csv
+import decimal
 import json
 import math
+import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,11 +226,11 @@ def as_float(value: Any) -> float:
         if not _DECIMAL.fullmatch(value.strip()):
             raise ValueError(f"{value[:40]!r} is not a decimal number")
         return float(value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, (numbers.Real, decimal.Decimal)):  # numpy scalars and Parquet decimals too
         try:
             return float(value)
         except OverflowError:
-            raise ValueError(f"{value} is beyond a float's range") from None
+            raise ValueError(f"{str(value)[:40]} is beyond a float's range") from None
     raise ValueError(f"{str(value)[:40]!r} ({type(value).__name__}) is not a number")
 
 
