@@ -36,6 +36,24 @@ _HASH_CACHE: dict[tuple[str, int, int], str] = {}
 _HASH_LOCK = threading.Lock()
 
 
+def output_problem(name: str, vectors: Any, n: int, dim: int) -> str | None:
+    """Why an encoder's output for a batch of `n` frames cannot be stored, as a one-line message
+    naming which check failed (the shape, or NaN / infinite values and in how many frames); None
+    when it is an (n, dim) array of finite numbers."""
+    shape = tuple(getattr(vectors, "shape", ()))
+    if shape != (n, dim):
+        return (f"Encoder {name!r} returned an array of shape {shape} for a batch of {n} frames, expected "
+                f"{(n, dim)}; nothing of it was stored.")
+    v = np.asarray(vectors)
+    n_nan, n_inf = int(np.isnan(v).sum()), int(np.isinf(v).sum())
+    if not n_nan and not n_inf:
+        return None
+    frames = int((~np.isfinite(v)).any(axis=1).sum())
+    what = " and ".join(s for s in (f"{n_nan} NaN" if n_nan else "", f"{n_inf} infinite" if n_inf else "") if s)
+    return (f"Encoder {name!r} returned {what} value(s) in {frames} of the {n} vectors of a batch (shape {shape} "
+            f"as expected); nothing of it was stored.")
+
+
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """SHA-256 hex digest of a file's bytes, computed once per (path, size, mtime) per process."""
     real = os.path.realpath(path)

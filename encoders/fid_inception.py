@@ -282,8 +282,11 @@ class FIDInceptionEncoder(Encoder):
     def __init__(self, weights: str, *, device: str = "cpu", precision: str = "fp32") -> None:
         super().__init__(FID_INCEPTION_PREFIX + str(weights), device=device, precision=precision)
         self.weights = str(weights)
-        if not os.path.isfile(self.weights):
-            raise EncoderError(f"Expected the FID Inception weights as a file, got {self.weights!r} (not found).")
+        from perception_gap.ingest.frames import not_a_file  # a file-kind word for the message
+
+        why = not_a_file(self.weights)
+        if why is not None:
+            raise EncoderError(f"Expected the FID Inception weights as a file, got {self.weights!r} ({why}).")
         if not self.weights.endswith(CHECKPOINT_SUFFIXES):
             raise EncoderError(f"Expected the FID Inception weights ending in {', '.join(CHECKPOINT_SUFFIXES)}, "
                                f"got {self.weights!r}.")

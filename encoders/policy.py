@@ -55,8 +55,11 @@ def import_function(spec: str) -> Callable[..., Any]:
     module, _, name = spec.rpartition(":")
     try:
         if module.endswith(".py"):
-            if not os.path.isfile(module):
-                raise PolicyError(f"Expected `--policy` {spec!r} to name an existing file, got {module!r} (not found).")
+            from perception_gap.ingest.frames import not_a_file  # a file-kind word for the message
+
+            why = not_a_file(module)
+            if why is not None:
+                raise PolicyError(f"Expected `--policy` {spec!r} to name an existing file, got {module!r} ({why}).")
             loader = importlib.util.spec_from_file_location(f"_policy_{abs(hash(module))}", module)
             mod = importlib.util.module_from_spec(loader)
             loader.loader.exec_module(mod)

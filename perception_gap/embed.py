@@ -312,6 +312,8 @@ def _embed_items(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch
 
 def _embed_batches(catalog: Catalog, name: str, enc: Any, todo: list[tuple], batch_size: int,
                    workers: int, progress: Progress | None) -> tuple[int, int, list[str]]:
+    from perception_gap.encoders.base import output_problem
+
     batches = [todo[i : i + batch_size] for i in range(0, len(todo), batch_size)]
     embedded = skipped = done = 0
     changed: list[str] = []
@@ -343,8 +345,9 @@ def _embed_batches(catalog: Catalog, name: str, enc: Any, todo: list[tuple], bat
                 if nxt is not None:
                     queue.append(loader.submit(_load_batch, enc, nxt, decoders, containers))
                 vectors = enc.encode(batch) if batch is not None else np.zeros((0, enc.dim), np.float32)
-                if vectors.shape != (len(hashes), enc.dim) or not np.all(np.isfinite(vectors)):
-                    raise InputError(f"Encoder {name!r} returned shape {vectors.shape} (expected {(len(hashes), enc.dim)}) or non-finite values for a batch; nothing of it was stored.")
+                problem = output_problem(name, vectors, len(hashes), enc.dim)
+                if problem is not None:
+                    raise InputError(problem)
                 pending.append((list(hashes), vectors, list(skips)))
                 if pacer.due(sum(len(b[0]) + len(b[2]) for b in pending)):
                     store()

@@ -175,6 +175,7 @@ class EncoderActor:
     def __call__(self, batch: dict[str, Any]) -> dict[str, list]:
         from perception_gap.catalog.embeddings import embedding_tables
         from perception_gap.embed import _Containers, _load_batch
+        from perception_gap.encoders.base import output_problem
 
         enc = self.enc
         out: dict[str, list] = {"shard": [], "changed": [], "n": [], "skipped": [], "error": []}
@@ -188,9 +189,9 @@ class EncoderActor:
                 h, x, sk, mv = _load_batch(enc, items, None, _Containers(items))
                 v = enc.encode(x) if x is not None else np.zeros((0, enc.dim), np.float32)
                 moved += mv
-                if v.shape != (len(h), enc.dim) or not np.all(np.isfinite(v)):
-                    error = error or (f"Encoder {self.name!r} returned shape {v.shape} (expected {(len(h), enc.dim)}) "
-                                      "or non-finite values for a batch; nothing of it was stored.")
+                problem = output_problem(self.name, v, len(h), enc.dim)
+                if problem is not None:
+                    error = error or problem
                     continue
                 hashes += h
                 vectors.append(v)

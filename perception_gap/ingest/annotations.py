@@ -89,10 +89,12 @@ def attach_coco(catalog: Catalog, path: Path, set_name: str, source: str) -> Ann
     from perception_gap import detection
 
     validate_source(source)
+    from perception_gap.ingest.frames import read_bytes  # refuses a FIFO or device instead of waiting on it
+
     try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"Expected `--coco` to be an existing file, got {str(path)!r} (not found).") from None
+        obj = json.loads(read_bytes(Path(path)).decode("utf-8"))
+    except FrameError as e:
+        raise InputError(f"Expected `--coco` to be an existing regular file, got {str(path)!r} ({e}).") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"Cannot read COCO file {str(path)!r}: not valid JSON ({str(e).splitlines()[0]}).") from None
     parsed = detection.parse_coco(obj, kind="gt" if source == GT else "det")
@@ -129,13 +131,15 @@ def load_mask_categories(path: Path | None) -> dict[int, str] | None:
     """`{"1": "cube", "2": "bowl"}` (instance id -> category name) from a JSON file."""
     if path is None:
         return None
+    from perception_gap.ingest.frames import read_bytes
+
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = json.loads(read_bytes(Path(path)).decode("utf-8"))
         if not isinstance(raw, dict):
             raise ValueError("expected a JSON object")
         return {int(k): str(v) for k, v in raw.items()}
-    except FileNotFoundError:
-        raise InputError(f"Expected `--mask-categories` to be an existing file, got {str(path)!r} (not found).") from None
+    except FrameError as e:
+        raise InputError(f"Expected `--mask-categories` to be an existing regular file, got {str(path)!r} ({e}).") from None
     except (ValueError, json.JSONDecodeError) as e:
         raise InputError(f"Expected `--mask-categories` to map instance ids to names as JSON, got {str(path)!r} ({e}).") from None
 

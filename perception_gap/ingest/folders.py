@@ -20,7 +20,7 @@ from perception_gap.ingest.entries import (
     validate_domain,
     validate_set_name,
 )
-from perception_gap.ingest.frames import DEPTH_EXTS, EXR_EXTS, RGB_EXTS
+from perception_gap.ingest.frames import DEPTH_EXTS, EXR_EXTS, RGB_EXTS, not_a_folder
 from perception_gap.statistics.depth import parse_depth_unit
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
@@ -122,11 +122,10 @@ class _ColorDirs:
 
 def list_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | None = None) -> FolderScan:
     """List the frames of a folder (see `scan_folder`) and the depth maps no frame claimed."""
-    if not root.exists():
-        raise InputError(f"Expected `PATH` to be an existing folder, got {str(root)!r} (not found).")
+    why = not_a_folder(root)
+    if why is not None:
+        raise InputError(f"Expected `PATH` to be an existing folder, got {str(root)!r} ({why}).")
     root = Path(os.path.abspath(root))
-    if not root.is_dir():
-        raise InputError(f"Expected `PATH` to be a folder, got {str(root)!r} (a file).")
     regex = None
     if pair_regex is not None:
         try:

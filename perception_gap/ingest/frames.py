@@ -341,16 +341,45 @@ def _decode_exr(path: Path) -> np.ndarray:
     return px.astype(np.float32, copy=False)
 
 
-_KINDS = ((stat.S_ISDIR, "is a directory, not a file"), (stat.S_ISFIFO, "is a FIFO (named pipe), not a regular file"),
-          (stat.S_ISCHR, "is a character device, not a regular file"),
-          (stat.S_ISBLK, "is a block device, not a regular file"), (stat.S_ISSOCK, "is a socket, not a regular file"))
+_KINDS = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((what for test, what in _KINDS if test(mode)), "a special file")
 
 
 def _not_regular(mode: int) -> str | None:
     """Why a file of this st_mode is not read (None for a regular file)."""
     if stat.S_ISREG(mode):
         return None
-    return next((why for test, why in _KINDS if test(mode)), "is not a regular file")
+    return "is a directory, not a file" if stat.S_ISDIR(mode) else f"is {_kind(mode)}, not a regular file"
+
+
+def _stat_problem(path: Path) -> tuple[int | None, str | None]:
+    """(st_mode following links, None) or (None, why the path cannot be looked at)."""
+    try:
+        return os.stat(path).st_mode, None
+    except FileNotFoundError:
+        return None, ("not found: a symbolic link to nothing" if os.path.islink(path) else "not found")
+    except PermissionError:
+        return None, "permission denied"
+    except OSError as e:
+        return None, f"cannot look at it: {e.strerror or e}"
+
+
+def not_a_file(path: str | os.PathLike[str]) -> str | None:
+    """Why `path` is not a readable regular file, in words for an error message ("not found", "is a
+    FIFO (named pipe), not a regular file", ...); None when it is one. Reads nothing."""
+    mode, why = _stat_problem(Path(path))
+    return why if mode is None else _not_regular(mode)
+
+
+def not_a_folder(path: str | os.PathLike[str]) -> str | None:
+    """Why `path` is not a folder ("not found", "is a regular file, not a folder", "is a character
+    device, not a folder", ...); None when it is one."""
+    mode, why = _stat_problem(Path(path))
+    return why if mode is None else None if stat.S_ISDIR(mode) else f"is {_kind(mode)}, not a folder"
 
 
 def open_regular(path: Path) -> int:

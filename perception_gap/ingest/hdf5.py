@@ -33,7 +33,7 @@ from perception_gap.ingest.entries import (
     validate_domain,
     validate_set_name,
 )
-from perception_gap.ingest.frames import MAX_PIXELS, Header, array_layout
+from perception_gap.ingest.frames import MAX_PIXELS, Header, array_layout, not_a_file
 from perception_gap.ingest.hdf5_links import local_dataset, resolve
 from perception_gap.ingest.video import pair_key
 
@@ -76,10 +76,9 @@ def camera_header(shape: tuple[int, ...], dtype: np.dtype) -> Header:
 def _open(path: Path):
     import h5py
 
-    if not path.exists():
-        raise InputError(f"Expected `--hdf5` to be an existing HDF5 file, got {str(path)!r} (not found).")
-    if not path.is_file():
-        raise InputError(f"Expected `--hdf5` to be an HDF5 file, got {str(path)!r} (not a regular file).")
+    why = not_a_file(path)
+    if why is not None:
+        raise InputError(f"Expected `--hdf5` to be an existing HDF5 file, got {str(path)!r} ({why}).")
     try:
         return h5py.File(path, "r")
     except (OSError, ValueError) as e:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from perception_gap.errors import FrameError, InputError
-from perception_gap.ingest.frames import open_regular
+from perception_gap.ingest.frames import not_a_folder, open_regular
 
 CAMERA_DTYPES = ("video", "image")
 V2_FIELDS = ("episode_chunk", "episode_index")
@@ -55,8 +55,9 @@ def read_parquet(path: Path, columns: list[str]) -> dict[str, list[Any]]:
 
 def read_info(root: Path) -> dict[str, Any]:
     """`meta/info.json` of a dataset, checked for what indexing needs; InputError naming what is wrong."""
-    if not root.is_dir():
-        raise InputError(f"Expected `--lerobot` to be a LeRobot dataset folder, got {str(root)!r} (not a folder).")
+    why = not_a_folder(root)
+    if why is not None:
+        raise InputError(f"Expected `--lerobot` to be a LeRobot dataset folder, got {str(root)!r} ({why}).")
     path = root / "meta" / "info.json"
     if not path.exists():
         raise InputError(f"Expected a LeRobot dataset at {str(root)!r}: meta/info.json not found.")

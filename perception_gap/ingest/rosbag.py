@@ -37,7 +37,7 @@ import numpy as np
 from perception_gap.errors import FrameError, InputError
 from perception_gap.ingest.containers import ROSBAG_PREFIX, ContainerFile, ContainerFrame, frame_path
 from perception_gap.ingest.entries import FrameEntry, IndexReport, Progress, index_entries, validate_set_name
-from perception_gap.ingest.frames import Header
+from perception_gap.ingest.frames import Header, not_a_folder
 from perception_gap.ingest.rosmsg import (
     IMAGE,
     IMAGE_TYPES,
@@ -95,8 +95,9 @@ def find_bags(path: Path) -> list[Path]:
             raise InputError(f"{_SHAPE}, got {str(path)!r}: a ROS 2 storage file whose folder has no metadata.yaml "
                              "(rosbag2 writes it beside the storage files; it is needed to read them).")
         raise InputError(f"{_SHAPE}, got {str(path)!r} (a {path.suffix or 'suffix-less'} file).")
-    if not path.is_dir():
-        raise InputError(f"{_SHAPE}, got {str(path)!r} (neither a regular file nor a folder).")
+    why = not_a_folder(path)
+    if why is not None:
+        raise InputError(f"{_SHAPE}, got {str(path)!r} ({why.replace(', not a folder', ', neither a regular file nor a folder')}).")
     if (path / "metadata.yaml").is_file():
         return [path]
     if (path / "metadata.yaml").exists():

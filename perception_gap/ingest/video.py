@@ -29,6 +29,7 @@ from perception_gap.ingest.entries import (
     validate_domain,
     validate_set_name,
 )
+from perception_gap.ingest.frames import not_a_folder
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
     from perception_gap.catalog import Catalog
@@ -53,8 +54,10 @@ def video_entries(path: Path, episode: str) -> list[FrameEntry]:
 
 def scan_videos(path: Path) -> list[FrameEntry]:
     """List the frames of a video file or of every video file below a folder (sorted)."""
-    if not path.exists():
-        raise InputError(f"Expected `--video` to be a video file or a folder of them, got {str(path)!r} (not found).")
+    why = not_a_folder(path)
+    if why is not None and not path.is_file():
+        raise InputError(f"Expected `--video` to be a video file or a folder of them, got {str(path)!r} "
+                         f"({why.replace(', not a folder', ', neither a regular file nor a folder')}).")
     path = Path(os.path.abspath(path))
     if path.is_file():
         return video_entries(path, path.stem)

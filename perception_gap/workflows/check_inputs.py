@@ -111,9 +111,12 @@ def load_spec(path: str | Path) -> dict[str, Any]:
     Raises:
         InputError: missing, unreadable, not JSON, or not an object.
     """
+    from perception_gap.ingest.frames import not_a_file
+
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"Expected `FILE` to be an existing file, got {str(p)!r} (not found).")
+    why = not_a_file(p)
+    if why is not None:
+        raise InputError(f"Expected `FILE` to be an existing regular file, got {str(p)!r} ({why}).")
     try:
         obj = json.loads(p.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, ValueError) as e:
