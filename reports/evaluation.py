@@ -12,6 +12,7 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
+from perception_gap.reports import safe_text
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import MISSING, ci, compact, labelled, num, signed
 from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _ok, _png, legend_beside
@@ -185,7 +186,7 @@ def render_evaluation(results: Mapping[str, Any]) -> str:
     sec = results[kind]
     title, build = _SECTIONS[kind]
     plots, tables = build(sec)
-    env = Environment(autoescape=True, finalize=lambda v: MISSING if v is None else v)
+    env = Environment(autoescape=True, finalize=safe_text.finalize)
     return env.from_string(TEMPLATE).render(
         kind=kind, title=title, version=results.get("version"), source=(results.get("config") or {}).get("file"),
         gates=[{"name": g.get("name"), "value": num(g.get("value")), "threshold": num(g.get("threshold")),

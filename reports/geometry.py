@@ -11,11 +11,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import num
 from perception_gap.reports.plots import PALETTE, REAL_COLOR, SIM_COLOR, _figure, _png, legend_beside
+from perception_gap.reports.safe_text import escape
 from perception_gap.wording import sig
 
 MAX_LAYERS = 4

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from jinja2 import Environment
 from markupsafe import Markup
 
-from perception_gap.reports import evidence, plots, scatter
+from perception_gap.reports import evidence, plots, safe_text, scatter
 from perception_gap.reports.decisions import drift_rule, outcome, screen_verdict, screen_word
 from perception_gap.reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, r2, signed
 from perception_gap.reports.maps import maps_section
@@ -51,16 +51,10 @@ def _l(v: Any) -> list[Any]:
 
 
 def _environment(text_limit: int) -> Environment:
-    def finalize(v: Any) -> Any:
-        # Every printed value passes here before escaping: cap plain text, keep markup (plots).
-        if v is None:
-            return MISSING
-        if isinstance(v, Markup):
-            return v
-        s = v if isinstance(v, str) else str(v)
-        return s if len(s) <= text_limit else s[: text_limit - 1] + "\u2026"
-
-    return Environment(autoescape=True, finalize=finalize, trim_blocks=True, lstrip_blocks=True)
+    # Every printed value passes through finalize before escaping: plain text capped and its
+    # bidirectional controls made visible, markup (plots) kept.
+    return Environment(autoescape=True, finalize=lambda v: safe_text.finalize(v, text_limit),
+                       trim_blocks=True, lstrip_blocks=True)
 
 
 def _sev(f: Mapping[str, Any]) -> str:

@@ -19,9 +19,10 @@ from functools import lru_cache
 from typing import Any
 
 from jinja2 import Environment
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR
+from perception_gap.reports.safe_text import escape, finalize
 from perception_gap.wording import sig
 
 CELL = 6  # px per thumbnail pixel: a 32 x 32 map is 192 px square
@@ -301,7 +302,7 @@ def maps_section(maps: Any, names: Mapping[str, Any], colours: Mapping[str, str]
     key = [{"side": s, "name": names.get(s), "swatch": _swatch(s, side_colours[s])} for s in SIDES
            if isinstance(maps.get(s), Mapping)]
     turned = maps.get("orientation_applied")
-    env = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env = Environment(autoescape=True, finalize=finalize, trim_blocks=True, lstrip_blocks=True)
     return Markup(env.from_string(SECTION).render(
         size=size, means=means, mean_bar=mean_bar, paired=paired, profiles=profiles, key=key,
         turned=turned if isinstance(turned, str) and turned != "identity" else None))

@@ -13,6 +13,8 @@ from typing import Any, Sequence
 
 from markupsafe import Markup
 
+from perception_gap.reports.safe_text import neutralize
+
 DPI = 80
 MAX_BARS = 40
 # Okabe-Ito: distinguishable under the common colour-vision deficiencies. One colour per set, kept
@@ -36,8 +38,8 @@ def _ok(x: Any) -> bool:
 
 
 def _label(s: Any, limit: int = 24) -> str:
-    """Plot-safe text: mathtext dollars escaped, long names shortened."""
-    t = str(s)
+    """Plot-safe text: mathtext dollars escaped, long names shortened, bidirectional controls visible."""
+    t = neutralize(str(s))
     t = t if len(t) <= limit else t[: limit - 1] + "\u2026"
     return t.replace("$", r"\$")
 
