@@ -119,16 +119,35 @@ def screen_word(scr: Mapping[str, Any]) -> str:
     return outcome(scr["gate"]) if isinstance(scr.get("gate"), Mapping) else gate_word(bool(scr.get("passed")))
 
 
+def _views_split(scr: Mapping[str, Any], first: Any) -> str:
+    """`raw statistics prefer 'a'; pixel prefers 'b'` for the nearest rendering's first pair whose views
+    disagree (its `prefer` entry), else an empty string."""
+    for p in scr.get("pairwise") or []:
+        p = _d(p)
+        if p.get("closer") == first and p.get("views_disagree") and not p.get("significant"):
+            return "; ".join(f"{', '.join(str(v) for v in views)} prefer{'s' if len(views) == 1 else ''} {name}"
+                             for name, views in _d(p.get("prefer")).items() if views)
+    return ""
+
+
 def screen_verdict(scr: Mapping[str, Any]) -> dict[str, Any]:
     """The screen's conclusion for the headline box: which rendering is closest to real (or that none
-    is significantly closest), and the `--fail-if-worse` gate when one was asked for."""
+    is significantly closest, naming the views that disagree where they do), and the `--fail-if-worse`
+    gate when one was asked for."""
     ranking = [_d(r) for r in scr.get("ranking") or []]
     closest = scr.get("closest")
     first = ranking[0] if ranking else {}
     level = f"{100 * scr['ci_level']:g}% " if _ok(scr.get("ci_level")) else ""
+    split = _views_split(scr, first.get("set"))
     if closest:
         title = f"Closest to real: {closest}, significantly closer than every other rendering"
         action = f"Prefer {closest}; the per-view columns say which encoders and statistics moved."
+    elif split:
+        title = (f"No rendering is significantly closer to real on average, but the views disagree: {split} "
+                 f"(nearest point estimate: {first.get('set', MISSING)}, distance {num(first.get('distance'))})")
+        action = ("Do not treat the renderings as equivalent: each is closer to real in some views. The raw "
+                  "statistics read exposure, contrast, sharpness, noise and compression; the encoders read content "
+                  "as a network sees it. Fix what each view names, then screen again.")
     else:
         title = (f"No rendering is significantly closer to real than every other one (nearest point estimate: "
                  f"{first.get('set', MISSING)}, distance {num(first.get('distance'))})")

@@ -11,6 +11,8 @@ from perception_gap.wording import FAIL, NOT_COMPUTED, gate_word
 
 
 def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
+    from perception_gap.workflows.screening import views_disagree_words
+
     scr = res["screen"]
     print(f"screening {len(scr['ranking'])} renderings against real {res['config']['real']!r} "
           f"over {len(scr['views'])} views ({', '.join(scr['views'])}); {scr['n_pairs']} paired scenes, resampled as "
@@ -22,6 +24,8 @@ def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
     for p in scr["pairwise"]:
         c = p["ci"]
         verdict = "significant" if p["significant"] else "not significant"
+        if p.get("views_disagree"):
+            verdict += f" on average, but the views disagree: {views_disagree_words(p)}"
         print(f"  {p['closer']} closer than {p['farther']} by {fmt(p['difference'])} "
               f"(95% CI {fmt(c.get('low'))} to {fmt(c.get('high'))}): {verdict}")
     print(f"closest: {scr['closest']!r}" if scr["closest"] else "closest: no rendering is significantly closer than every other")

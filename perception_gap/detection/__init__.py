@@ -13,6 +13,8 @@ ids; `parse_coco` maps a COCO file's ids to those keys.
 - `pairs`: `pair_flips`: objects found in sim but missed in the paired real frame, and the
   reverse; `latching`: false positives that sit on a neighbouring object or on another category.
 - `bootstrap`: `ap_difference_ci`: paired bootstrap CI of AP(sim) - AP(real) over frame pairs.
+- `practical`: `practical_size`: whether a significant AP difference is big enough to act on
+  (under `AP_PRACTICAL`, no flips, overlapping recall intervals: negligible).
 
 Conventions (COCO's): a bbox is (x, y, w, h) in pixels, x/y of the top-left corner, continuous
 coordinates (a box covering pixel columns 3..5 is x=3, w=3); IoU has no "+1".
@@ -32,8 +34,10 @@ from perception_gap.detection.pairs import (
     pair_flips,
 )
 from perception_gap.detection.parse import ParsedCoco, parse_coco
+from perception_gap.detection.practical import AP_PRACTICAL, PracticalSize, practical_size
 
 __all__ = [
+    "AP_PRACTICAL",
     "LATCH_IOU",
     "MAX_EXAMPLES",
     "MAX_N_BOOT",
@@ -47,6 +51,7 @@ __all__ = [
     "LatchExample",
     "LatchReport",
     "ParsedCoco",
+    "PracticalSize",
     "ap_difference_ci",
     "clip_boxes",
     "coco_eval",
@@ -56,5 +61,6 @@ __all__ = [
     "pair_flips",
     "pairwise_iou",
     "parse_coco",
+    "practical_size",
     "xyxy",
 ]

@@ -21,6 +21,7 @@ from perception_gap.ingest.entries import (
     validate_set_name,
 )
 from perception_gap.ingest.frames import DEPTH_EXTS, EXR_EXTS, RGB_EXTS, not_a_folder
+from perception_gap.ingest.steps import STEP_SOURCES, repeated_steps
 from perception_gap.statistics.depth import parse_depth_unit
 
 if TYPE_CHECKING:  # annotations only: ingest does not import the catalog at run time
@@ -198,7 +199,8 @@ def scan_folder(root: Path, *, pair_regex: str | None = None, depth_unit: str | 
     The pair key is the path relative to `root` (to the colour folder in an RGB-D layout) without
     its extension (the file stem for a flat folder), or the first group of `pair_regex` (named
     group `key` if present) searched in that relative path without extension. The episode is
-    the relative parent folder (None for a flat folder); the step, the last integer in the stem.
+    the relative parent folder (None for a flat folder); the step, the last integer in the stem
+    (`STEP_SOURCES["folder"]`: a guess; `index_folder` warns when it repeats within an episode).
     """
     return list_folder(root, pair_regex=pair_regex, depth_unit=depth_unit).entries
 
@@ -221,6 +223,13 @@ def index_folder(catalog: Catalog, root: Path, set_name: str, domain: str, *,
         u = scan.unmatched_depth
         notes.append(f"{len(u)} depth map(s) matched no RGB frame (e.g. {u[0]}); a depth map pairs with the RGB "
                      f"frame of the same relative path under depth/, or as <stem>_depth.* beside it")
+    rep = repeated_steps((e.episode, e.step) for e in scan.entries if e.error is None)
+    if rep.n_frames:
+        ep, step, n = rep.examples[0]
+        notes.append(f"steps were read from {STEP_SOURCES['folder']} and repeat within an episode ({rep.n_frames} "
+                     f"frames share their step, e.g. step {step}{'' if ep is None else f' of {ep!r}'} on {n} "
+                     f"frames): frames are time-ordered by step, so name the files with the frame number last, "
+                     f"or index a manifest with a `step` column")
     return index_entries(catalog, set_name, domain, scan.entries, source=f"folder:{root.resolve()}",
                          tags=tags, root=str(root.resolve()), workers=workers, progress=progress,
                          warnings=notes)

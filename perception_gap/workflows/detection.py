@@ -2,7 +2,8 @@
 
 Reads the boxes stored in the catalog, hands them to the pure functions of
 `perception_gap.detection` and turns the result into the `detection` section of results.json
-and its findings (`detector_gap`, `self_inflicted_gap`).
+and its findings (`detector_gap`, `self_inflicted_gap`). A significant AP difference under the
+practical size (`detection.practical`), with no flip, is a `detector_gap` of severity `info`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,39 @@ def boxes_from_rows(per_frame: dict[str, list[dict[str, Any]]]) -> dict[str, lis
 # Detector-on-sim against sim ground truth below this AP means the policy's sim input (ground
 # truth) and hardware input (the detector) differ materially.
 SELF_INFLICTED_AP = 0.9
+
+
+def _detector_gap(source: str, ap_s: float, ap_r: float, d: dict[str, Any], flips: Any) -> Finding:
+    """The `detector_gap` of a significant AP difference: a gap, or an info when the difference is
+    under the practical size with no flip and overlapping recall intervals (`detection.practical`)."""
+    low, high = d["low"], d["high"]
+    worse = "real" if low > 0 else "sim"
+    size = detection.practical_size(ap_s, ap_r, flips)
+    ev = {"source": source, "ap_sim": ap_s, "ap_real": ap_r, "ci": d, "flips": flips.to_dict(),
+          "practical": size.to_dict()}
+    measured = (f"Detector {source!r} reaches AP {ap_s:.3f} on sim but {ap_r:.3f} on real "
+                f"(difference 95% CI {low:+.3f} to {high:+.3f})")
+    if size.negligible:
+        rs = size.recall_sim_ci
+        return Finding(
+            code="detector_gap", severity="info",
+            title=(f"{measured}: worse on {worse} by {abs(size.ap_difference):.3f}, under the practical size "
+                   f"{size.size:g}, with no object found on one side and missed on the other of its pair "
+                   f"({size.n_objects} objects; recall 95% CI {rs[0]:.2f}-{rs[1]:.2f} on sim, overlapping real's)"),
+            evidence=ev,
+            action=("No retraining is called for: the detector finds the same objects on both sides and the AP "
+                    f"difference is under {size.size:g}; compare box tightness per class only if the policy "
+                    "reads box edges."),
+            score=float(abs(ap_s - ap_r)))
+    return Finding(
+        code="detector_gap", severity="gap", title=f"{measured}; it is worse on {worse}", evidence=ev,
+        action=("Train or fine-tune the detector on real frames (or randomize the sim appearance it "
+                "sees); " + (f"look first at the {flips.sim_only} object(s) found in sim but lost on real "
+                             "(flip examples)." if flips.sim_only else
+                             "no object is found in sim and lost on real at its matching frame, so compare "
+                             "per-class AP and box quality instead.")) if worse == "real" else
+               "The detector does worse on sim frames: check the sim's rendering of the objects it misses.",
+        score=float(abs(ap_s - ap_r)))
 
 
 def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: int = 0) -> tuple[dict[str, Any] | None, list[Finding]]:
@@ -76,19 +110,7 @@ def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: in
         ap_s, ap_r = out["sets"][sim][source].get("AP"), out["sets"][real][source].get("AP")
         low, high = d.get("low"), d.get("high")
         if ap_s is not None and ap_r is not None and low is not None and (low > 0 or high < 0):
-            worse = "real" if low > 0 else "sim"
-            findings.append(Finding(
-                code="detector_gap", severity="gap",
-                title=f"Detector {source!r} reaches AP {ap_s:.3f} on sim but {ap_r:.3f} on real "
-                      f"(difference 95% CI {low:+.3f} to {high:+.3f}); it is worse on {worse}",
-                evidence={"source": source, "ap_sim": ap_s, "ap_real": ap_r, "ci": d, "flips": flips.to_dict()},
-                action=("Train or fine-tune the detector on real frames (or randomize the sim appearance it "
-                        "sees); " + (f"look first at the {flips.sim_only} object(s) found in sim but lost on real "
-                                     "(flip examples)." if flips.sim_only else
-                                     "no object is found in sim and lost on real at its matching frame, so compare "
-                                     "per-class AP and box quality instead.")) if worse == "real" else
-                       "The detector does worse on sim frames: check the sim's rendering of the objects it misses.",
-                score=float(abs(ap_s - ap_r))))
+            findings.append(_detector_gap(source, ap_s, ap_r, d, flips))
     if sim in gts:
         for source, summ in sorted(out["sets"][sim].items()):
             ap = summ.get("AP")

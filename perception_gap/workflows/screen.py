@@ -20,6 +20,7 @@ from perception_gap.statistics.summary import summarize_set
 from perception_gap.version import __version__
 from perception_gap.workflows import screening
 from perception_gap.workflows.common import check_sets
+from perception_gap.workflows.set_notes import role_findings, step_notes
 from perception_gap.workflows.stats import compute_stats, load_set_records, set_info
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,10 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
     names = default_encoders() if encoder_names is None else encoder_names
     compute_stats(catalog, sims + [real], workers=workers, progress=progress)
     records = {n: load_set_records(catalog, n) for n in sims + [real]}
-    findings: list[Finding] = []
+    roles = {**{s: "sim" for s in sims}, real: "real"}
+    given = {n: catalog.get_set(n) or {} for n in roles}
+    notes, step_findings = step_notes(records, roles, {n: g.get("source") for n, g in given.items()})
+    findings: list[Finding] = role_findings(roles, {n: g.get("domain") for n, g in given.items()}) + step_findings
     for s in sims:
         for f in diagnose(records[s], records[real]):
             findings.append(Finding(code=f.code, severity=f.severity, title=f"[{s}] {f.title}",
@@ -104,7 +108,7 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
     scr["resampling_units"] = _unit_counts(index)
     scr["n_pairs"] = len(set(all_keys[real]) & set().union(*(all_keys[s] for s in sims)))  # real keys a sim shares
     findings += _screen_findings(scr)
-    sets = {n: {**set_info(catalog, n), "role": "sim" if n in sims else "real"} for n in sims + [real]}
+    sets = {n: {**set_info(catalog, n), "role": roles[n], **notes[n]} for n in sims + [real]}
     res: dict[str, Any] = {
         "version": __version__,
         "config": {"kind": "screen", "sims": sims, "real": real, "encoders": names, "baseline": baseline,
@@ -150,14 +154,31 @@ def _screen_findings(scr: dict[str, Any]) -> list[Finding]:
         if p["closer"] != first["set"]:
             continue
         if p["significant"]:
+            against = (p.get("prefer") or {}).get(p["farther"]) or []
             out.append(Finding(
                 code="screen_closer", severity="info",
                 title=f"Rendering {p['closer']!r} is closer to real than {p['farther']!r}: distance "
-                      f"{first['distance']:.3f} vs {first['distance'] + p['difference']:.3f} (difference {_fmt_ci(p['ci'])})",
+                      f"{first['distance']:.3f} vs {first['distance'] + p['difference']:.3f} (difference {_fmt_ci(p['ci'])})"
+                      + (f", though {', '.join(against)} significantly prefer{'s' if len(against) == 1 else ''} "
+                         f"{p['farther']!r}" if against else ""),
                 evidence={"closer": p["closer"], "farther": p["farther"], "difference": p["difference"], "ci": p["ci"],
                           "per_view": {k: v["difference"] for k, v in p["per_view"].items()}},
                 action=f"Prefer {p['closer']!r}; the per-view table says which encoders and statistics moved.",
                 score=float(p["difference"])))
+        elif p.get("views_disagree"):
+            out.append(Finding(
+                code="screen_views_disagree", severity="info",
+                title=f"Renderings {p['closer']!r} and {p['farther']!r} are not significantly different on average "
+                      f"because their views disagree: {screening.views_disagree_words(p)} (difference {p['difference']:+.3f}, "
+                      f"{_fmt_ci(p['ci'])})",
+                evidence={"a": p["closer"], "b": p["farther"], "difference": p["difference"], "ci": p["ci"],
+                          "prefer": p["prefer"],
+                          "per_view": {k: v["difference"] for k, v in p["per_view"].items()}},
+                action=("Do not treat them as equivalent: each rendering is closer to real in some views. The raw "
+                        "statistics read exposure, contrast, sharpness, noise and compression; the encoders read "
+                        "content as a network sees it. Fix what the statistics findings name for the rendering the "
+                        "encoders prefer (or the reverse), then screen again."),
+                score=0.0))
         else:
             out.append(Finding(
                 code="screen_not_significant", severity="info",

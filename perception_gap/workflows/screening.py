@@ -184,7 +184,10 @@ def rank_renderings(views: list[ViewDistances], sims: list[str], *, ci: float = 
 
     Each sim's `distance` is the mean of its per-view normalized distances (every view weighs
     the same); its CI and every pairwise difference's CI come from the shared replicates.
-    A difference is significant when its CI excludes 0.
+    A difference is significant when its CI excludes 0. Each pair also says which views
+    significantly prefer each rendering (`prefer`), and `views_disagree` when some prefer one and
+    some the other: the mean over views can then cancel to "not significant" although every view
+    is sure, and the pair's `verdict` reads "views disagree" instead.
 
     Args:
         views: one ViewDistances per view, all computed with the same draws.
@@ -218,8 +221,11 @@ def rank_renderings(views: list[ViewDistances], sims: list[str], *, ci: float = 
                 cv = _ci(v.replicates[b] - v.replicates[a], dv, ci)
                 per_view[v.view] = {"difference": dv, "ci": cv,
                                     "significant": cv["low"] is not None and (cv["low"] > 0 or cv["high"] < 0)}
+            prefer = views_preferring(per_view, a, b)
+            disagree = bool(prefer[a] and prefer[b])
             pairwise.append({"closer": a, "farther": b, "difference": d, "ci": c, "significant": sig,
-                             "per_view": per_view})
+                             "per_view": per_view, "prefer": prefer, "views_disagree": disagree,
+                             "verdict": "significant" if sig else "views disagree" if disagree else "not significant"})
     first = order[0]
     beats_all = all(p["significant"] for p in pairwise if p["closer"] == first)
     out: dict[str, Any] = {
@@ -240,6 +246,19 @@ def rank_renderings(views: list[ViewDistances], sims: list[str], *, ci: float = 
         out["gate"] = gate.to_dict()
         out["passed"] = gate.passed
     return out
+
+
+def views_preferring(per_view: dict[str, dict[str, Any]], closer: str, farther: str) -> dict[str, list[str]]:
+    """Rendering -> the views that significantly prefer it, from one pair's `per_view` entries
+    (`difference` = distance of `farther` - distance of `closer`, positive when `closer` is nearer)."""
+    return {closer: [v for v, p in per_view.items() if p["significant"] and p["difference"] > 0],
+            farther: [v for v, p in per_view.items() if p["significant"] and p["difference"] < 0]}
+
+
+def views_disagree_words(p: dict[str, Any]) -> str:
+    """`raw statistics prefer 'a'; pixel, clip prefer 'b'`: the views significantly preferring each side of a pair."""
+    return "; ".join(f"{', '.join(views)} prefer{'s' if len(views) == 1 else ''} {name!r}"
+                     for name, views in (p.get("prefer") or {}).items() if views)
 
 
 def baseline_gate(baseline: str, worse: list[str], pairwise: list[dict[str, Any]]) -> Gate:

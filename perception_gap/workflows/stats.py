@@ -308,6 +308,7 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
     """
     from perception_gap.diagnoses.checks import diagnose_with_maps
     from perception_gap.findings import order_findings
+    from perception_gap.workflows.set_notes import role_findings, step_notes
 
     if sim == real:
         raise InputError(f"Expected two different sets for --sim and --real, got {sim!r} twice.")
@@ -320,15 +321,18 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
     sim_rec = load_set_records(catalog, sim)
     real_rec = load_set_records(catalog, real)
     found, maps = diagnose_with_maps(sim_rec, real_rec)
-    findings = order_findings(found)
+    roles = {sim: "sim", real: "real"}
+    given = {n: catalog.get_set(n) or {} for n in roles}
+    notes, step_findings = step_notes({sim: sim_rec, real: real_rec}, roles, {n: g.get("source") for n, g in given.items()})
+    findings = order_findings(found + role_findings(roles, {n: g.get("domain") for n, g in given.items()}) + step_findings)
     pairs = pairing(sim_rec, real_rec)
     if pairs["n_unpaired_sim"] or pairs["n_unpaired_real"]:
         log.info("%d sim and %d real frames have no partner", pairs["n_unpaired_sim"], pairs["n_unpaired_real"])
     return {
         "version": __version__,
         "config": {"sim": sim, "real": real},
-        "sets": {name: {**set_info(catalog, name), "role": role, "reindexed": _in_set(catalog, name, done.reindexed)}
-                 for name, role in ((sim, "sim"), (real, "real"))},
+        "sets": {name: {**set_info(catalog, name), "role": role, "reindexed": _in_set(catalog, name, done.reindexed),
+                        **notes[name]} for name, role in ((sim, "sim"), (real, "real"))},
         "pairs": pairs,
         "stats": {sim: summarize_set(sim_rec).to_dict(), real: summarize_set(real_rec).to_dict()},
         "findings": [f.to_dict() for f in findings],
