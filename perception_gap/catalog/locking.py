@@ -14,6 +14,11 @@ orphaned by a `kill -9` of its parent would hold the lock for ever. So a forked 
 its copy at once (`os.register_at_fork`), and a lock still held although the pid it names is
 gone is taken over: the lock file is replaced by a fresh one, under a short-lived guard lock
 (`<catalog>.lock.guard`) that every acquisition takes, so two writers never both take over.
+
+A writer that releases the lock removes both files, under the guard, so a finished command leaves
+only the catalog. That is safe because the lock file is only ever opened, replaced or removed by
+someone holding the guard, and whoever locks the guard checks that the file they locked is still
+the one at its path (a lock on a guard removed meanwhile guards nothing: they open it again).
 """
 
 from __future__ import annotations
@@ -118,6 +123,21 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
 
 
+def _is_at(fh, path: Path) -> bool:
+    """Whether the open file `fh` is the file at `path` now (not removed, not replaced)."""
+    try:
+        return os.path.samestat(os.fstat(fh.fileno()), os.stat(path))
+    except OSError:
+        return False
+
+
+def _remove(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError as e:
+        log.debug("catalog lock: cannot remove %s (%s)", path, e)
+
+
 def _read_holder(fh) -> str:
     try:
         fh.seek(0)
@@ -166,11 +186,20 @@ class WriterLock:
         self.held = True
         return self
 
+    def _guard(self):
+        """The guard file, opened and locked (held for milliseconds, never across a fork)."""
+        path = self.path.with_name(self.path.name + ".guard")
+        while True:
+            guard = _open(path)
+            fcntl.flock(guard.fileno(), fcntl.LOCK_EX)
+            if _is_at(guard, path):
+                return guard
+            guard.close()  # a releasing writer removed it while we waited: lock the one at the path
+
     def _try_once(self):
         """One attempt under the guard lock: (locked file, None) or (None, holder description)."""
-        guard = _open(self.path.with_name(self.path.name + ".guard"))
+        guard = self._guard()
         try:
-            fcntl.flock(guard.fileno(), fcntl.LOCK_EX)  # held for milliseconds, never across a fork
             fh = _open(self.path)
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -210,8 +239,18 @@ class WriterLock:
             del _HELD[self.key]
             fh = entry[0]
             try:
+                guard = self._guard()
+            except (CatalogError, OSError) as e:  # the folder went read-only, say: leave the files
+                log.debug("catalog lock: not removing the lock files (%s)", e)
+                guard = None
+            try:
                 fh.seek(0)
                 fh.truncate()  # no holder any more
+                if guard is not None and _is_at(fh, self.path):  # not when another writer took it over
+                    _remove(self.path)
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
             finally:
                 fh.close()
+                if guard is not None:
+                    _remove(Path(guard.name))  # still locked by us: whoever waits on it opens it again
+                    guard.close()
