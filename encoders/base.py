@@ -36,6 +36,28 @@ _HASH_CACHE: dict[tuple[str, int, int], str] = {}
 _HASH_LOCK = threading.Lock()
 
 
+def not_a_file(path: str | os.PathLike[str]) -> str | None:
+    """Why `path` is not a regular file, in words for an error message ("not found", "is a FIFO
+    (named pipe), not a regular file", ...); None when it is one. The encoders' own copy of
+    perception_gap.ingest.frames.not_a_file, in the same words (encoders import nothing of the rest
+    of the package)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "not found"
+    except OSError as e:
+        return f"cannot look at it: {e.strerror or e}"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory, not a file"
+    kinds = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return f"is {next((k for test, k in kinds if test(mode)), 'a special file')}, not a regular file"
+
+
 def output_problem(name: str, vectors: Any, n: int, dim: int) -> str | None:
     """Why an encoder's output for a batch of `n` frames cannot be stored, as a one-line message
     naming which check failed (the shape, or NaN / infinite values and in how many frames); None

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from perception_gap.encoders.base import Encoder, file_sha256
+from perception_gap.encoders.base import Encoder, file_sha256, not_a_file
 from perception_gap.encoders.checkpoints import CHECKPOINT_SUFFIXES, check_weights_only, load_weights_only
 from perception_gap.encoders.errors import EncoderError
 from perception_gap.encoders.preprocessing import Preprocessing, _to_hwc_uint8
@@ -282,8 +282,6 @@ class FIDInceptionEncoder(Encoder):
     def __init__(self, weights: str, *, device: str = "cpu", precision: str = "fp32") -> None:
         super().__init__(FID_INCEPTION_PREFIX + str(weights), device=device, precision=precision)
         self.weights = str(weights)
-        from perception_gap.ingest.frames import not_a_file  # a file-kind word for the message
-
         why = not_a_file(self.weights)
         if why is not None:
             raise EncoderError(f"Expected the FID Inception weights as a file, got {self.weights!r} ({why}).")

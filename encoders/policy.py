@@ -55,7 +55,7 @@ def import_function(spec: str) -> Callable[..., Any]:
     module, _, name = spec.rpartition(":")
     try:
         if module.endswith(".py"):
-            from perception_gap.ingest.frames import not_a_file  # a file-kind word for the message
+            from perception_gap.encoders.base import not_a_file  # a file-kind word for the message
 
             why = not_a_file(module)
             if why is not None:
