@@ -48,5 +48,8 @@ class Finding:
 
 
 def order_findings(findings: list[Finding]) -> list[Finding]:
-    """Most urgent first: bugs, then gaps, then info; stronger evidence first within each."""
-    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], -f.score, f.code))
+    """Most urgent first: bugs, then gaps, then info; within each, borderline findings (stability
+    under `diagnoses.verdicts.STABLE`) after the rest, findings read only once a borderline one was set
+    aside (`read_without`) after those, then stronger evidence first."""
+    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], bool(f.evidence.get("borderline")),
+                                           bool(f.evidence.get("read_without")), -f.score, f.code))

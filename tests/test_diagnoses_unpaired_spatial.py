@@ -84,9 +84,12 @@ def test_qq_slope_of_a_gain_is_one():
 
 @pytest.mark.parametrize("g", [2.2, 0.45])
 def test_unpaired_tone_curve(frames, tmp_path, g):
-    """Different photos a side, sim luminance to the power g: `tone_curve`, never brightness first."""
+    """Different photos a side, sim luminance to the power g: `tone_curve`, never brightness first. Unpaired
+    there is no pair to match the exact encode mapping, and eight photos a side leave the interval short
+    of the bug bar: a gap, worded with its interval."""
     res = D.run_folders(tmp_path, *D.unpaired(frames, sim_fn=_power(g)))
-    ev = D.first(res, "tone_curve", "bug")
+    ev = D.first(res, "tone_curve", "gap")
+    assert ev["bug_basis"] is None and ev["ci"][0] <= ev["value"] <= ev["ci"][1], ev
     assert ev["basis"] == "distribution", ev
     lo, hi = ev["log2_exponent_ci95"]
     assert lo <= np.log2(ev["exponent_sim_over_real"]) <= hi, ev
@@ -155,33 +158,21 @@ def test_paired_noise_on_jpeg_files_is_sensor_noise(frames, tmp_path):
     assert ev["noisier_side"] == "real", ev
 
 
-# --- orientation, unpaired, on a fixed robot camera ----------------------------------------------------
+# --- orientation and field of view, unpaired: only on a fixed camera ------------------------------------
 
 @pytest.mark.parametrize("turn", ["flip_vertical", "rotate_180"])
-def test_unpaired_orientation_on_robot_frames(shared_data, tmp_path, turn):
+def test_unpaired_orientation_of_mixed_robot_views_is_not_read(shared_data, tmp_path, turn):
+    """SimplerEnv's 320x256 frames come from several robot set-ups (the camera sits differently in
+    each): their frames' edges do not line up, so the set mean images are not read for a flip, and
+    an info says why. A fixed camera's flip is still a bug (tests/test_verdicts.py)."""
     robot = _robot_frames(shared_data)
     fn = {"flip_vertical": lambda a: a[::-1], "rotate_180": lambda a: a[::-1, ::-1]}[turn]
     sim = {f"s{i:02d}": np.ascontiguousarray(fn(a)) for i, a in enumerate(robot[0::2])}
     real = {f"r{i:02d}": a for i, a in enumerate(robot[1::2])}
-    ev = D.first(D.run_folders(tmp_path, sim, real), "orientation", "bug")
-    assert (ev["basis"], ev["transform"]) == ("distribution", turn), ev
-    assert ev["mean_image_ncc_turned"] >= ev["mean_image_ncc_as_is"] + 0.3, ev
-
-
-@pytest.mark.parametrize("factor", [1.5])  # x1.25: bench/bench_truth.py (7 of 8 tune splits)
-def test_unpaired_field_of_view_on_robot_frames(shared_data, tmp_path, factor):
-    """Sim zoomed (the centre 1/factor of the frame, upscaled bicubic) against the other frames of a
-    fixed robot camera, 8 a side: named from the mean images with the injected factor, first,
-    and the crop's changed luminance quantiles are not read as a transfer curve."""
-    robot = _robot_frames(shared_data)
-    sim = {f"s{i:02d}": D.zoom(a, factor) for i, a in enumerate(robot[0::2])}
-    real = {f"r{i:02d}": a for i, a in enumerate(robot[1::2])}
     res = D.run_folders(tmp_path, sim, real)
-    ev = D.first(res, "field_of_view", "bug")
-    assert res["findings"][0]["code"] == "field_of_view", D.codes(res)
-    assert ev["basis"] == "distribution", ev
-    assert ev["zoom_sim_over_real"] == pytest.approx(factor, rel=0.08), ev
-    assert not {"tone_curve", "resize_filter", "vignetting"} & D.named(res), D.codes(res)
+    assert not {"orientation", "field_of_view"} & D.named(res), D.codes(res)
+    info = [f for f in res["findings"] if f["code"] == "moving_camera"]
+    assert info and "orientation" in info[0]["evidence"]["codes"], D.codes(res)
 
 
 def test_unpaired_robot_split_names_no_orientation(shared_data, tmp_path):

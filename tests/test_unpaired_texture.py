@@ -87,7 +87,11 @@ def test_unpaired_aliased_downscale_is_a_resize_bug(voc_photos, kind):
     findings = run(image_set("s", "sim", sim), image_set("r", "real", real, keys=[f"q{i}" for i in range(6)]))
     found = codes(findings)
     assert "sensor_noise" not in found, [(f.code, f.title) for f in findings]
-    assert "resize_filter" in found and found["resize_filter"].severity == "bug", [(f.code, f.title) for f in findings]
+    assert "resize_filter" in found, [(f.code, f.title) for f in findings]
+    # six different photos a side: a statistical reading, not the pairs' exact signature, and it
+    # fires in only about half the resamples of the photos: a borderline gap, never a bug
+    ev = found["resize_filter"].evidence
+    assert found["resize_filter"].severity == "gap" and ev["borderline"] and ev["stability"] < 0.8, ev
     assert found["resize_filter"].evidence["sim_filter_family"].startswith("aliased")
     assert found["resize_filter"].evidence["top_slope_sim_minus_real"] >= 0.4
     assert "insufficient_data" not in found  # 6 a side, but the signature was named: nothing to warn about
@@ -160,7 +164,7 @@ def test_unpaired_noise_on_photos_is_named_by_its_chroma(voc16, monkeypatch):
         imgs = [voc16[i] for i in np.random.default_rng(k).permutation(16)]
         real = [F.add_sensor_noise(a, np.random.default_rng(100 + k), 5.0) for a in imgs[8:]]
         sides = image_set("s", "sim", imgs[:8]), image_set("r", "real", real, keys=[f"q{i}" for i in range(8)])
-        findings = run(*sides)
+        findings = [f for f in run(*sides) if f.severity != "info"]  # moving_camera: different photos
         assert not findings or findings[0].code == "sensor_noise", (k, [(f.code, f.title) for f in findings])
         if findings:
             ev = findings[0].evidence
@@ -230,7 +234,7 @@ def test_mild_blur_of_photos_is_not_a_resize_bug(voc16, monkeypatch, basis, name
         real = imgs[8:] if basis == "unpaired" else imgs[:8]
         keys = [f"q{i}" for i in range(8)] if basis == "unpaired" else None
         sides = image_set("s", "sim", imgs[:8]), image_set("r", "real", [blur(a) for a in real], keys=keys)
-        findings = run(*sides)
+        findings = [f for f in run(*sides) if f.severity != "info"]  # moving_camera: different photos
         if "resize_filter" in codes(findings):
             after += 1
             continue

@@ -32,6 +32,9 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
+import numpy as np
+
+from perception_gap.diagnoses import verdicts
 from perception_gap.diagnoses.colour import check_brightness, check_channel_swap, check_white_balance
 from perception_gap.diagnoses.common import DIST_ALPHA, DIST_MIN_FRAMES, HF_MIN_FRAMES, MIN_PAIRS
 from perception_gap.diagnoses.context import Context, basis_evidence
@@ -114,24 +117,27 @@ _IMAGE_CHECKS = {"value_range", "normalization", "channel_swap", "compression", 
                  "sharpness", "brightness", "white_balance", "orientation", "field_of_view", "pair_sync",
                  "tone_curve", "vignetting", "motion_blur"}
 # Codes that say nothing about appearance: `unexplained_gap` still speaks when only these fired.
-_NOT_APPEARANCE = {"non_finite", "joint_units", "control_dims", "control_scale", "control_sign", "depth_scale", "depth_invalid", "depth_registration",
+_NOT_APPEARANCE = {"moving_camera", "non_finite", "joint_units", "control_dims", "control_scale", "control_sign", "depth_scale", "depth_invalid", "depth_registration",
                    "depth_dropout", "insufficient_data"}
 
 
-def context(sim: SetRecords, real: SetRecords) -> Context:
+def context(sim: SetRecords, real: SetRecords, *, cache: dict | None = None, resampled: bool = False) -> Context:
     """The check context of two sets: their pairs, majority frame formats and inferred encodings."""
-    ctx = Context(sim=sim, real=real, pairs=paired(sim, real))
+    ctx = Context(sim=sim, real=real, pairs=paired(sim, real), cache={} if cache is None else cache,
+                  resampled=resampled)
     ctx.formats = majority_formats(ctx)
     _infer(ctx)
     return ctx
 
 
-def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
+def diagnose(sim: SetRecords, real: SetRecords, *, resamples: int = verdicts.N_RESAMPLES) -> list[Finding]:
     """Run every plumbing check on a sim set against a real set.
 
     Args:
         sim: the simulated frame set (`domain` "sim").
         real: the real frame set (`domain` "real").
+        resamples: bootstrap resamples that settle each finding's interval, stability and
+            severity (`diagnoses.verdicts`); 0 reads the full sets only (no interval, stability 1).
 
     Returns:
         Findings with codes from docs/contract.md (`channel_swap`, `value_range`, `normalization`,
@@ -139,18 +145,20 @@ def diagnose(sim: SetRecords, real: SetRecords) -> list[Finding]:
         `brightness`, `white_balance`, `resolution`, `joint_units`, and the spatial, transfer-curve,
         depth-convention, control and format codes: `frame_format`, `orientation`, `field_of_view`,
         `pair_sync`, `tone_curve`, `vignetting`, `motion_blur`, `depth_invalid`, `control_dims`,
-        `control_scale`, `control_sign`, `non_finite`, `depth_registration`, `unexplained_gap`), ordered by `order_findings`; empty when
-        nothing is off.
+        `control_scale`, `control_sign`, `non_finite`, `depth_registration`, `unexplained_gap`,
+        `moving_camera`), ordered by `order_findings`; empty when nothing is off.
     """
-    return diagnose_with_maps(sim, real)[0]
+    return diagnose_with_maps(sim, real, resamples=resamples)[0]
 
 
-def diagnose_with_maps(sim: SetRecords, real: SetRecords) -> tuple[list[Finding], dict | None]:
-    """`diagnose`, and the spatial gap maps of the two sets (`unexplained.gap_maps`; None without
-    thumbnails), drawn with the orientation the checks found."""
-    ctx = context(sim, real)
+_ALL_CODES = frozenset(code for code, _ in CHECKS)
+
+
+def _run_checks(ctx: Context, skip: frozenset[str] = frozenset()) -> list[Finding]:
     findings: list[Finding] = []
     for code, check in CHECKS:
+        if code in skip:
+            continue
         if code in _IMAGE_CHECKS and (ctx.enc is None or ctx.memo.get("format_mismatch") == "channel count"):
             continue
         if ctx.fired & SKIP_AFTER.get(code, frozenset()):
@@ -167,12 +175,70 @@ def diagnose_with_maps(sim: SetRecords, real: SetRecords) -> tuple[list[Finding]
         found = check_unexplained(ctx, ctx.fired - _NOT_APPEARANCE)
         if found is not None:
             findings.append(found)
+    return findings
+
+
+def _settle(sim: SetRecords, real: SetRecords, ctx: Context, findings: list[Finding], resamples: int,
+            seed: int) -> list[Finding]:
+    """`findings` settled over `resamples` resamples (`verdicts.settle`). Each resample reruns only the
+    checks that fired on the full sets: what one finding's evidence holds under resampling, with the
+    order in which the checks silence each other kept as the full sets decided it."""
+    fired = {f.code for f in findings if f.severity != "info"}
+    if not fired or resamples <= 0:
+        return findings
+    skip = _ALL_CODES - fired
+    rng = np.random.default_rng(seed)
+    runs = []
+    for _ in range(resamples):
+        rs, rr = verdicts.resample(sim, real, rng)
+        runs.append(_run_checks(context(rs, rr, cache=ctx.cache, resampled=True), skip))
+    return verdicts.settle(findings, runs)
+
+
+def diagnose_with_maps(sim: SetRecords, real: SetRecords, *, resamples: int = verdicts.N_RESAMPLES,
+                       seed: int = 0) -> tuple[list[Finding], dict | None]:
+    """`diagnose`, and the spatial gap maps of the two sets (`unexplained.gap_maps`; None without
+    thumbnails), drawn with the orientation the checks found.
+
+    A borderline finding (`verdicts.STABLE`) does not silence the checks it would skip: they run again
+    on the full sets without it, and what they find is settled and added.
+    """
+    ctx = context(sim, real)
+    findings = _settle(sim, real, ctx, _run_checks(ctx), resamples, seed)
+    shaky = frozenset(f.code for f in findings if f.evidence.get("borderline"))
+    if shaky:
+        again = context(sim, real, cache=ctx.cache)
+        new = [f for f in _run_checks(again, shaky) if f.code not in {g.code for g in findings}]
+        for f in _settle(sim, real, again, new, resamples, seed + 1):
+            findings.append(Finding(f.code, f.severity, f.title, {**f.evidence, "read_without": sorted(shaky)},
+                                    f.action, f.score))
+        ctx.memo.setdefault("skipped_for_moving_camera", []).extend(again.memo.get("skipped_for_moving_camera", []))
+    moving = _moving_camera(ctx)
+    if moving is not None:
+        findings.append(moving)
     few = _too_few_unpaired(ctx)
     if few is not None:
         findings.append(few)
     logger.info("plumbing: %d finding(s) for %s vs %s", len(findings), sim.name, real.name)
     maps = gap_maps(ctx) if ctx.enc is not None else None
     return order_findings(findings), maps
+
+
+def _moving_camera(ctx: Context) -> Finding | None:
+    """The unpaired set-level spatial readings that did not run because the frames show no fixed
+    camera: say which, and the test's values (`info`)."""
+    codes = sorted(set(ctx.memo.get("skipped_for_moving_camera", ())))
+    fixed = ctx.memo.get("fixed_camera")
+    if not codes or fixed is None:
+        return None
+    ev = basis_evidence("distribution", 0, ctx)
+    ev.update({"codes": codes, "fixed_camera": fixed})
+    vals = " / ".join("n/a" if fixed[k] is None else f"{fixed[k]:.2f}" for k in ("sim", "real"))
+    return Finding("moving_camera", "info",
+                   f"Unpaired {', '.join(c.replace('_', ' ') for c in codes)} not read: the frames do not show one "
+                   f"fixed camera (edge agreement between frames {vals} sim / real, bar {fixed['bar']}), so their "
+                   f"mean images have no common layout to compare.",
+                   ev, f"Index matched pairs (shared pair keys) to read {', '.join(codes)} frame by frame.", 0.0)
 
 
 def _few_for_high_frequency(ctx: Context, fs: list[FrameRecord], fr: list[FrameRecord]) -> Finding:

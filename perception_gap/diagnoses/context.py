@@ -25,13 +25,23 @@ class Context:
     # per side, the `format_key` most of its frames have: frames of another format are left out of
     # the image checks (and named by `frame_format`)
     formats: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # per-frame and per-pair readings kept across the resamples of one diagnosis (`verdicts`), keyed
+    # by the statistics objects the resamples share; `resampled` is set on a resample's context
+    cache: dict = field(default_factory=dict)
+    resampled: bool = False
 
     def image_pairs(self) -> list[tuple[FrameRecord, FrameRecord]]:
-        return [(s, r) for s, r in self.pairs if self._usable(s, "sim") and self._usable(r, "real")]
+        if "image_pairs" not in self.memo:
+            self.memo["image_pairs"] = [(s, r) for s, r in self.pairs
+                                        if self._usable(s, "sim") and self._usable(r, "real")]
+        return list(self.memo["image_pairs"])
 
     def images(self, side: str) -> list[FrameRecord]:
-        frames = self.sim.frames if side == "sim" else self.real.frames
-        return [f for f in frames if self._usable(f, side)]
+        key = f"images_{side}"
+        if key not in self.memo:
+            frames = self.sim.frames if side == "sim" else self.real.frames
+            self.memo[key] = [f for f in frames if self._usable(f, side)]
+        return list(self.memo[key])
 
     def _usable(self, f: FrameRecord, side: str) -> bool:
         fmt = self.formats.get(side)

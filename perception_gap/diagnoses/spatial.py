@@ -19,7 +19,7 @@ import numpy as np
 
 from perception_gap.diagnoses.common import num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
-from perception_gap.diagnoses.thumbs import DIHEDRAL, INVERSE, aligned_pairs, ncc, set_thumbs, zoom_stack
+from perception_gap.diagnoses.thumbs import DIHEDRAL, INVERSE, aligned_pairs, fixed_camera, ncc, set_thumbs, zoom_stack
 from perception_gap.findings import Finding
 
 # Orientation, paired: a non-identity turn must match a pair better than the frames as they are
@@ -53,18 +53,15 @@ FOV_AGREE = 0.04
 # the same way. Tune cameras, 8 frames a side, 8 random splits each: SimplerEnv's fixed view read
 # gains of 0.01-0.05 for clean splits and for exposure, blur, tone-curve, vignetting, flips and
 # motion-blur faults (zooms 0.93-1.11), and 0.06-0.27 for sim zoomed x1.25 (1.13-1.31; 7 of 8
-# named), 0.12-0.47 for x1.5 (1.41-1.64; 7 of 8 with FOV_STEADY); VOC photos (a different scene each) correlate
+# named), 0.12-0.47 for x1.5 (1.41-1.64; 7 of 8); VOC photos (a different scene each) correlate
 # under 0.5 or find the search's edge, and name nothing.
 FOV_MIN_FRAMES = 8
 FOV_BOOT = 16
 FOV_MEAN_NCC = 0.5
 FOV_MEAN_GAIN = 0.08
 FOV_BOOT_SHARE = 0.5
-# ... and each side must show a steady view: the mean images of its even and of its odd frames
-# correlate FOV_STEADY or more (SimplerEnv's fixed camera, 4 frames a half: 0.08-0.70, most over
-# 0.25; VOC photos: -0.37-0.14, and a 16-a-side VOC split whose means happened to match at a
-# 1.53x zoom read a field of view without this).
-FOV_STEADY = 0.2
+# ... and each side must show one fixed camera (`thumbs.fixed_camera`): the even/odd mean images of
+# a moving camera whose views look alike agree as well as a fixed camera's, and read false zooms.
 # Degrees of horizontal field of view the evidence converts the zoom for (typical robot cameras).
 FOV_NOMINAL_DEG = (60.0, 90.0)
 # The zoom search costs ~40 ms a pair: at most this many pairs, evenly spread, are searched.
@@ -90,6 +87,12 @@ _TURN_WORDS = {
 }
 
 
+def skipped_for_moving_camera(ctx: Context, code: str) -> None:
+    """Note that an unpaired set-level reading did not run because the frames show no fixed camera
+    (the `moving_camera` info says so once, for every such check)."""
+    ctx.memo.setdefault("skipped_for_moving_camera", []).append(code)
+
+
 def _turn_action(turn: str) -> str:
     undo = INVERSE.get(turn, turn)
     hint = {"flip_vertical": " (an OpenGL-style bottom-left image origin is the usual cause)",
@@ -103,7 +106,7 @@ def check_orientation(ctx: Context) -> Finding | None:
     al = aligned_pairs(ctx)
     if al is not None and len(al[0]) >= 3:
         pairs, ts, tr = al
-        scores = np.stack([ncc(ts, DIHEDRAL[t](tr)) for t in DIHEDRAL])  # (8, n)
+        scores = _turn_scores(ctx, pairs, ts, tr)  # (8, n)
         best = scores.argmax(axis=0)
         names = list(DIHEDRAL)
         margin = scores[best, np.arange(len(pairs))] - scores[0]
@@ -139,6 +142,10 @@ def _orientation_unpaired(ctx: Context) -> tuple[str, dict, float] | None:
     if sides is None:
         return None
     ts, tr = sides
+    fixed = fixed_camera(ctx, ts, tr)
+    if not fixed["passed"]:
+        skipped_for_moving_camera(ctx, "orientation")
+        return None
     ms, mr = np.nanmean(ts, axis=0), np.nanmean(tr, axis=0)
     scores = {t: float(ncc(ms, f(mr))) for t, f in DIHEDRAL.items()}
     turn = max(scores, key=scores.get)
@@ -147,7 +154,7 @@ def _orientation_unpaired(ctx: Context) -> tuple[str, dict, float] | None:
     ev = basis_evidence("distribution", 0, ctx)
     ev.update({"transform": turn, "mean_image_ncc_as_is": num(scores["identity"], 3),
                "mean_image_ncc_turned": num(scores[turn], 3),
-               "ncc_by_transform": {t: num(v, 3) for t, v in scores.items()}})
+               "ncc_by_transform": {t: num(v, 3) for t, v in scores.items()}, "fixed_camera": fixed})
     return turn, ev, (scores[turn] - scores["identity"]) / ORIENT_MEAN_MARGIN
 
 
@@ -165,6 +172,41 @@ def _best_zoom(ts: np.ndarray, tr: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     return np.array(best_z), np.array(best_c), np.array(at_one)
 
 
+def _pair_key(pair: tuple) -> tuple[int, int]:
+    return id(pair[0].image), id(pair[1].image)
+
+
+def _turn_scores(ctx: Context, pairs: list, ts: np.ndarray, tr: np.ndarray) -> np.ndarray:
+    """(8, n) correlation of each sim thumbnail with its real one under each `DIHEDRAL` turn, kept
+    per pair across resamples (`ctx.cache`)."""
+    cache = ctx.cache.setdefault("turn_scores", {})
+    todo = [i for i, pr in enumerate(pairs) if _pair_key(pr) not in cache]
+    if todo:
+        got = np.stack([ncc(ts[todo], DIHEDRAL[t](tr[todo])) for t in DIHEDRAL])
+        for j, i in enumerate(todo):
+            cache[_pair_key(pairs[i])] = got[:, j]
+    return np.stack([cache[_pair_key(pr)] for pr in pairs], axis=1)
+
+
+def _pair_zooms(ctx: Context, pairs: list, ts: np.ndarray, tr: np.ndarray):
+    """(best zoom, its correlation, correlation at 1, indices) of at most FOV_MAX_PAIRS pairs, evenly
+    spread. Within a resample (`ctx.resampled`) the drawn pairs that the full sets searched are read
+    back instead (the search costs ~40 ms a pair)."""
+    cache = ctx.cache.setdefault("pair_zooms", {})
+    if ctx.resampled and cache:
+        pick = np.array([i for i, pr in enumerate(pairs) if _pair_key(pr) in cache], dtype=int)
+    else:
+        pick = np.unique(np.linspace(0, len(pairs) - 1, min(len(pairs), FOV_MAX_PAIRS)).round().astype(int))
+        todo = [i for i in pick if _pair_key(pairs[i]) not in cache]
+        if todo:
+            for i, row in zip(todo, zip(*_best_zoom(ts[todo], tr[todo]))):
+                cache[_pair_key(pairs[i])] = row
+    if len(pick) == 0:
+        return np.array([]), np.array([]), np.array([]), pick
+    z, c, c1 = (np.array(v) for v in zip(*[cache[_pair_key(pairs[i])] for i in pick]))
+    return z, c, c1, pick
+
+
 def _fov_deg(real_deg: float, zoom: float) -> float:
     return math.degrees(2 * math.atan(math.tan(math.radians(real_deg) / 2) / zoom))
 
@@ -177,13 +219,20 @@ def _fov_unpaired(ctx: Context) -> tuple[float, dict] | None:
     if sides is None:
         return None
     ts, tr = sides
-    steady = min(float(ncc(np.nanmean(t[0::2], axis=0), np.nanmean(t[1::2], axis=0))) for t in (ts, tr))
-    if steady < FOV_STEADY:
-        return None  # not a fixed view: a mean image of different scenes has no layout to zoom
+    fixed = fixed_camera(ctx, ts, tr)
+    if not fixed["passed"]:  # a mean image of a moving camera or of different scenes has no layout to zoom
+        skipped_for_moving_camera(ctx, "field_of_view")
+        return None
     z, c, c1 = (float(v[0]) for v in _best_zoom(np.nanmean(ts, axis=0)[None], np.nanmean(tr, axis=0)[None]))
     if not (FOV_ZOOMS[0] < z < FOV_ZOOMS[-1] and abs(math.log(z)) >= math.log(FOV_MIN_ZOOM)
             and c >= FOV_MEAN_NCC and c - c1 >= FOV_MEAN_GAIN / 2):  # the resamplings decide the gain
         return None
+    if ctx.resampled:  # within a resample of `verdicts`, the resampling is the bootstrap
+        if c - c1 < FOV_MEAN_GAIN:
+            return None
+        ev = basis_evidence("distribution", 0, ctx)
+        ev.update({"zoom_sim_over_real": num(z, 3), "fixed_camera": fixed})
+        return z, ev
     rng = np.random.default_rng(0)
     bs = np.array([np.nanmean(ts[rng.integers(0, len(ts), len(ts))], axis=0) for _ in range(FOV_BOOT)])
     br = np.array([np.nanmean(tr[rng.integers(0, len(tr), len(tr))], axis=0) for _ in range(FOV_BOOT)])
@@ -199,7 +248,7 @@ def _fov_unpaired(ctx: Context) -> tuple[float, dict] | None:
                "mean_image_ncc_at_zoom": num(c, 3), "mean_image_ncc_at_1": num(c1, 3),
                "resampled_gain_median": num(gain, 3), "resampled_share_same_way": num(same_way, 3),
                "resampled_zoom_iqr": nums([float(np.exp(np.percentile(lz, q))) for q in (25, 75)], 3),
-               "frames": {"sim": len(ts), "real": len(tr)}, "steady_view_ncc": num(steady, 3)})
+               "frames": {"sim": len(ts), "real": len(tr)}, "fixed_camera": fixed})
     return z, ev
 
 
@@ -210,8 +259,9 @@ def check_field_of_view(ctx: Context) -> Finding | None:
         found = _fov_unpaired(ctx)
         return None if found is None else _fov_finding(ctx, *found)
     pairs, ts, tr = al
-    pick = np.unique(np.linspace(0, len(pairs) - 1, min(len(pairs), FOV_MAX_PAIRS)).round().astype(int))
-    z, c, c1 = _best_zoom(ts[pick], tr[pick])
+    z, c, c1, pick = _pair_zooms(ctx, pairs, ts, tr)
+    if len(pick) < 3:
+        return None
     lz = np.log(z)
     med = float(np.median(lz))
     agree = np.abs(lz - med) <= FOV_AGREE
@@ -256,31 +306,57 @@ def _neighbours(ctx: Context, pairs: list) -> dict[tuple, int]:
     return pos
 
 
-def check_pair_sync(ctx: Context) -> Finding | None:
-    """Pairs out of step: a sim frame matches a neighbouring real frame of its episode better than its own."""
-    al = aligned_pairs(ctx)
-    if al is None or len(al[0]) < SYNC_MIN_PAIRS:
-        return None
-    pairs, ts, tr = al
+def _sync_per_pair(ctx: Context, pairs: list, ts: np.ndarray, tr: np.ndarray) -> list:
+    """Per pair: None without two neighbours, else (offset of the best-matching real frame, 0 when the
+    own pair is best or not beaten clearly; its correlation gain; the seconds between the two frames
+    or None)."""
     pos = _neighbours(ctx, pairs)
     index_pos = {i: key for key, i in pos.items()}
-    offsets, gains, seconds, counted = [], [], [], 0
+    out: list = []
     for i in range(len(pairs)):
         ep, p = index_pos[i]
         cands = {k: pos[(ep, p + k)] for k in range(-SYNC_STEPS, SYNC_STEPS + 1) if (ep, p + k) in pos}
         if len(cands) < 2:
+            out.append(None)
             continue
-        counted += 1
         ks = list(cands)
         c = ncc(np.broadcast_to(ts[i], (len(ks),) + ts[i].shape), tr[[cands[k] for k in ks]])
         own = float(c[ks.index(0)])
         b = int(np.argmax(c))
         better = c[b] - own >= SYNC_MARGIN or (c[b] - own >= SYNC_MIN_GAIN and 1 - c[b] <= SYNC_DECORR * (1 - own))
         if ks[b] != 0 and better:
-            offsets.append(ks[b]); gains.append(float(c[b]) - own)
             t_own, t_match = pairs[i][1].timestamp, pairs[cands[ks[b]]][1].timestamp
-            if t_own is not None and t_match is not None:
-                seconds.append(t_match - t_own)
+            sec = t_match - t_own if t_own is not None and t_match is not None else None
+            out.append((ks[b], float(c[b]) - own, sec))
+        else:
+            out.append((0, 0.0, None))
+    return out
+
+
+def check_pair_sync(ctx: Context) -> Finding | None:
+    """Pairs out of step: a sim frame matches a neighbouring real frame of its episode better than its own."""
+    al = aligned_pairs(ctx)
+    if al is None or len(al[0]) < SYNC_MIN_PAIRS:
+        return None
+    pairs, ts, tr = al
+    key = lambda pr: (id(pr[0].image), id(pr[1].image))  # noqa: E731
+    cache = ctx.cache.get("pair_sync")
+    if ctx.resampled and cache is not None:
+        # a resample breaks the time order its neighbours need: read each drawn pair's own outcome
+        # on the full sets instead (None: the pair had no neighbours)
+        per = [cache.get(key(pr)) for pr in pairs]
+    else:
+        per = _sync_per_pair(ctx, pairs, ts, tr)
+        ctx.cache["pair_sync"] = {key(pr): o for pr, o in zip(pairs, per)}
+    offsets, gains, seconds, counted = [], [], [], 0
+    for o in per:
+        if o is None:
+            continue
+        counted += 1
+        if o[0] != 0:
+            offsets.append(o[0]); gains.append(o[1])
+            if o[2] is not None:
+                seconds.append(o[2])
     if counted < SYNC_MIN_PAIRS or not offsets:
         return None
     step, n = Counter(offsets).most_common(1)[0]

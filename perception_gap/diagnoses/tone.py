@@ -27,7 +27,15 @@ import numpy as np
 
 from perception_gap.diagnoses.common import dist_clear, excludes_zero, median_ci, num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
-from perception_gap.diagnoses.thumbs import CENTRE, CORNERS, aligned_pairs, linear, radial_profile, set_thumbs
+from perception_gap.diagnoses.thumbs import (
+    CENTRE,
+    CORNERS,
+    aligned_pairs,
+    fixed_camera,
+    linear,
+    radial_profile,
+    set_thumbs,
+)
 from perception_gap.findings import Finding
 
 TONE_QUANTILES = np.arange(0.1, 0.95, 0.1)
@@ -68,34 +76,51 @@ VIGNETTE_MIN_FRAMES = QQ_MIN_FRAMES
 _LIN_FLOOR = 1e-3
 
 
-def _log_quantiles(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log2 linear quantiles, usable mask) of (n, H, W) encoded thumbnails: shape (n, Q) each."""
-    q = np.nanquantile(t.reshape(len(t), -1), TONE_QUANTILES, axis=1).T  # (n, Q) encoded
+def _quantiles(t: np.ndarray) -> np.ndarray:
+    """(n, Q) encoded `TONE_QUANTILES` of (n, H, W) thumbnails, NaN pixels left out."""
+    flat = t.reshape(len(t), -1)
+    if np.isnan(flat).any():
+        return np.nanquantile(flat, TONE_QUANTILES, axis=1).T
+    return np.quantile(flat, TONE_QUANTILES, axis=1).T  # vectorized: nanquantile loops over rows
+
+
+def _log_quantiles(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log2 linear quantiles, usable mask) of (n, Q) encoded quantiles (`_quantiles`)."""
     ok = (q > TONE_FLOOR) & (q < TONE_CLIP)
     return np.log2(np.maximum(linear(q), _LIN_FLOOR)), ok
 
 
 def _slopes(ls: np.ndarray, lr: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """Per pair, the least-squares slope of sim log-quantiles on real's over the usable quantiles."""
-    out = np.full(len(ls), np.nan)
-    for i in range(len(ls)):
-        m = ok[i]
-        if m.sum() < TONE_MIN_POINTS:
-            continue
-        x, y = lr[i, m], ls[i, m]
-        vx = float(np.var(x))
-        if vx > 1e-4:
-            out[i] = float(np.cov(x, y, bias=True)[0, 1]) / vx
-    return out
+    """Per pair, the least-squares slope of sim log-quantiles on real's over the usable quantiles
+    (NaN with fewer than TONE_MIN_POINTS of them or no spread in real's)."""
+    m = ok.astype(np.float64)
+    n = m.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = (lr * m).sum(axis=1) / n
+        my = (ls * m).sum(axis=1) / n
+        dx = (lr - mx[:, None]) * m
+        vx = (dx * dx).sum(axis=1) / n
+        cxy = (dx * (ls - my[:, None])).sum(axis=1) / n
+        out = cxy / vx
+    return np.where((n >= TONE_MIN_POINTS) & (vx > 1e-4), out, np.nan)
 
 
-def _encode_residuals(ts: np.ndarray, tr: np.ndarray, ok: np.ndarray) -> dict[str, float]:
+def _frame_quantiles(ctx: Context, frames: list, t: np.ndarray) -> np.ndarray:
+    """`_quantiles` of the thumbnails `t` of `frames`, kept per frame across resamples (`ctx.cache`);
+    quantiles do not change under the flips `aligned_pairs` applies."""
+    cache = ctx.cache.setdefault("tone_quantiles", {})
+    todo = [i for i, f in enumerate(frames) if id(f.image) not in cache]
+    if todo:
+        for i, row in zip(todo, _quantiles(t[todo])):
+            cache[id(frames[i].image)] = row
+    return np.stack([cache[id(f.image)] for f in frames])
+
+
+def _encode_residuals(qs: np.ndarray, qr: np.ndarray, ok: np.ndarray) -> dict[str, float]:
     """Median |log2| distance of the pairs' encoded quantiles from a missing sRGB encode (sim's value is
     real's linear light) and from a doubled one (sim's linear light is real's value); {} without usable points."""
     if not ok.any():
         return {}
-    qs = np.nanquantile(ts.reshape(len(ts), -1), TONE_QUANTILES, axis=1).T
-    qr = np.nanquantile(tr.reshape(len(tr), -1), TONE_QUANTILES, axis=1).T
     lg = lambda v: np.log2(np.maximum(v, _LIN_FLOOR))  # noqa: E731
     return {"missing_encode_residual_log2": float(np.median(np.abs(lg(qs) - lg(linear(qr)))[ok])),
             "double_encode_residual_log2": float(np.median(np.abs(lg(linear(qs)) - lg(qr))[ok]))}
@@ -152,10 +177,12 @@ def check_tone_curve(ctx: Context) -> Finding | None:
     al = aligned_pairs(ctx)
     if al is not None and len(al[0]) >= 3:
         basis, n_pairs = "pairs", len(al[0])
-        ls, oks = _log_quantiles(al[1])
-        lr, okr = _log_quantiles(al[2])
+        qs = _frame_quantiles(ctx, [s for s, _ in al[0]], al[1])
+        qr = _frame_quantiles(ctx, [r for _, r in al[0]], al[2])
+        ls, oks = _log_quantiles(qs)
+        lr, okr = _log_quantiles(qr)
         slopes = _slopes(ls, lr, oks & okr)
-        fits = _encode_residuals(al[1], al[2], oks & okr)
+        fits = _encode_residuals(qs, qr, oks & okr)
         slopes = slopes[np.isfinite(slopes) & (slopes > 0)]
         if slopes.size < 3:
             return None
@@ -175,8 +202,12 @@ def check_tone_curve(ctx: Context) -> Finding | None:
         slope = qq_slope(ts, tr)
         if not (math.isfinite(slope) and slope > 0):
             return None
-        ci = qq_interval(ts, tr, _units(ctx.images("sim")), _units(ctx.images("real")))
-        clear = excludes_zero(ci)
+        if ctx.resampled:  # within a resample of `verdicts`: the full sets' interval decides clarity
+            ci, clear = (math.nan, math.nan), ctx.cache.get("tone_unpaired_clear", False)
+        else:
+            ci = qq_interval(ts, tr, _units(ctx.images("sim")), _units(ctx.images("real")))
+            clear = excludes_zero(ci)
+            ctx.cache["tone_unpaired_clear"] = clear
         extra = {"method": "quantile-quantile of pooled log2 luminance", "log2_exponent_ci95": nums(list(ci), 3),
                  "quantile_levels": nums(QQ_LEVELS.tolist(), 2)}
         missing, double = slope > 1.7, slope < 0.6
@@ -234,6 +265,9 @@ def check_vignetting(ctx: Context) -> Finding | None:
         if sides is None:
             return None
         ts, tr = sides
+        if not fixed_camera(ctx, ts, tr)["passed"]:  # corners of different views hold different things
+            ctx.memo.setdefault("skipped_for_moving_camera", []).append("vignetting")
+            return None
         es, er = _falloff(linear(ts)), _falloff(linear(tr))
         es, er = es[np.isfinite(es)], er[np.isfinite(er)]
         if es.size < 2 or er.size < 2:
