@@ -11,6 +11,7 @@ Findings, the CLI and the reports (perception_gap.reports) import this module; i
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 MISSING = "\u2014"  # em dash: a value that is absent or not finite
@@ -121,3 +122,46 @@ def stops(s: Any) -> str:
         return MISSING
     word = "brighter" if s > 0 else "darker"
     return f"{sig(abs(s))} stops {word} (luminance {pct(2.0 ** s)} of the other's)"
+
+
+def skip_groups(skipped: Iterable[Any], examples: int = 3) -> list[dict[str, Any]]:
+    """Skipped frames grouped by reason, the largest group first (ties in order of appearance), so
+    that 1,000 files skipped for one reason read as one line, in the CLI and the reports alike.
+
+    Args:
+        skipped: `(path, reason)` pairs or mappings with `path` and `reason` (a `repeats` count, as
+            results.json gives a file listed again, counts that many frames).
+        examples: paths kept per group.
+
+    Returns:
+        Dicts with `reason`, `count` (frames), `examples` (the first paths, relative to `folder`)
+        and `folder` (the folder every path of the group lies in, "" when there is none).
+    """
+    groups: dict[str, dict[str, Any]] = {}
+    for s in skipped:
+        path, reason, n = ((s.get("path"), s.get("reason"), s.get("repeats") or 1) if isinstance(s, Mapping)
+                           else (s[0], s[1], 1))
+        g = groups.setdefault(str(reason), {"reason": str(reason), "count": 0, "paths": [], "folder": None})
+        g["count"] += int(n)
+        path = str(path)
+        if len(g["paths"]) < examples:
+            g["paths"].append(path)
+        parent = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+        folder = g["folder"]
+        while folder and not parent.startswith(folder):  # shorten to the folder both lie in
+            folder = folder[:-1].rsplit("/", 1)[0] + "/" if "/" in folder[:-1] else ""
+        g["folder"] = parent if folder is None else folder
+    out = []
+    for g in sorted(groups.values(), key=lambda g: -g["count"]):
+        folder = g["folder"] or ""
+        out.append({"reason": g["reason"], "count": g["count"], "folder": folder.rstrip("/") or folder,
+                    "examples": [p[len(folder):] for p in g["paths"]]})
+    return out
+
+
+def skip_line(group: Mapping[str, Any]) -> str:
+    """One group of `skip_groups` as text: `12 frames: not a readable image: a.png, b.png, c.png, ... (in /data/sim)`."""
+    n, names = group["count"], list(group["examples"])
+    more = ", ..." if n > len(names) else ""
+    where = f" (in {group['folder']})" if group.get("folder") else ""
+    return f"{n:,} frame{'' if n == 1 else 's'}: {group['reason']}: {', '.join(names)}{more}{where}"

@@ -22,7 +22,7 @@ from perception_gap.reports.decisions import drift_rule, outcome, screen_verdict
 from perception_gap.reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, r2, signed
 from perception_gap.reports.maps import maps_section
 from perception_gap.reports.template import TEMPLATE
-from perception_gap.wording import gate_word
+from perception_gap.wording import gate_word, skip_groups
 
 logger = logging.getLogger(__name__)
 
@@ -359,6 +359,18 @@ def _set_colours(results: Mapping[str, Any], sim: Any, real: Any, stat_names: li
     return plots.set_colours([n for n in order if n is not None])
 
 
+def _skip_rows(sets: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per set and skip reason (perception_gap.wording.skip_groups): its frame count and
+    the first few files, so 1,000 frames skipped for one reason take one row, not 1,000."""
+    rows = []
+    for name, rec in sets.items():
+        for g in skip_groups(_d(s) for s in _l(_d(rec).get("skipped"))):
+            names = ", ".join(g["examples"]) + (", \u2026" if g["count"] > len(g["examples"]) else "")
+            rows.append({"set": name, "n": g["count"], "count": f"{g['count']:,}", "reason": g["reason"], "examples": names,
+                         "folder": g["folder"]})
+    return rows
+
+
 def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]) -> dict[str, Any]:
     findings = [_d(f) for f in _l(results.get("findings"))]
     cfg = _d(results.get("config"))
@@ -367,8 +379,7 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
     raw_enc = [_d(e) for e in _l(results.get("encoders"))]
     encoders = [_encoder(e) for e in raw_enc[: lim["encoders"]]]
     stat_names = [n for n in stats if isinstance(stats.get(n), Mapping)][: lim["sets"]]
-    skipped_all = [{"set": name, **{k: _d(s).get(k) for k in ("path", "status", "reason")}}
-                   for name, rec in sets.items() for s in _l(_d(rec).get("skipped"))]
+    skipped_all = _skip_rows(sets)
     sim = cfg.get("sim") or next((n for n, r in sets.items() if _d(r).get("domain") == "sim"), None)
     real = cfg.get("real") or next((n for n, r in sets.items() if _d(r).get("domain") == "real"), None)
     colours = _set_colours(results, sim, real, stat_names)
@@ -409,8 +420,9 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
                   "n_skipped": _d(r).get("n_skipped"), "tags": compact(_d(r).get("tags"), 200)}
                  for n, r in list(sets.items())[: max(lim["sets"], 2)]],
         "pairs": _d(results.get("pairs")) or None,
-        "skipped": skipped_all[: lim["skipped"]], "n_skipped_total": len(skipped_all),
-        "skipped_more": max(0, len(skipped_all) - lim["skipped"]),
+        "skipped": skipped_all[: lim["skipped"]], "n_skipped_total": f"{sum(g['n'] for g in skipped_all):,}",
+        "skipped_more": f"{sum(g['n'] for g in skipped_all[lim['skipped']:]):,}",
+        "skipped_more_groups": max(0, len(skipped_all) - lim["skipped"]),
         "config": [(str(k), compact(v, 400)) for k, v in list(cfg.items())[:40]],
     }
 

@@ -215,9 +215,9 @@ nav a{margin-right:1em}.wide{overflow-x:auto}#gates td:first-child{overflow-wrap
 </table>
 {% if pairs %}<p>Pairs: {{ pairs.n_pairs }}; unpaired sim {{ pairs.n_unpaired_sim }}, unpaired real {{ pairs.n_unpaired_real }}.</p>{% endif %}
 <h3>Skipped frames ({{ n_skipped_total }})</h3>
-{% if skipped %}<table id="skipped"><tr><th>set</th><th>path</th><th>status</th><th>reason</th></tr>
-{% for s in skipped %}<tr><td class="mono">{{ s.set }}</td><td class="mono">{{ s.path }}</td><td>{{ s.status }}</td><td>{{ s.reason }}</td></tr>{% endfor %}
-</table>{% if skipped_more %}<p class="muted">&hellip; and {{ skipped_more }} more skipped frames not listed.</p>{% endif %}
+{% if skipped %}<table id="skipped"><tr><th>set</th><th>frames</th><th>reason</th><th>files, e.g.</th></tr>
+{% for s in skipped %}<tr><td class="mono">{{ s.set }}</td><td class="n">{{ s.count }}</td><td>{{ s.reason }}</td><td class="mono">{{ s.examples }}{% if s.folder %} <span class="muted">in {{ s.folder }}</span>{% endif %}</td></tr>{% endfor %}
+</table>{% if skipped_more_groups %}<p class="muted">&hellip; and {{ skipped_more }} more skipped frames for {{ skipped_more_groups }} other reasons not listed (results.json lists every one).</p>{% endif %}
 {% else %}<p>None.</p>{% endif %}
 {% if kind == "run" and encoders %}<h3>Encoders and their preprocessing</h3>
 <table id="preproc"><tr><th>encoder</th><th>fingerprint</th><th>sim / real embedded</th><th>skipped</th><th>preprocessing</th></tr>

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from perception_gap.commands.output import fail, progress_bar, say
+from perception_gap.commands.output import fail, progress_bar, say, skip_lines
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -64,10 +64,8 @@ def execute(args: argparse.Namespace) -> int:
         for w in r.warnings:
             if not args.quiet:
                 print(f"perception-gap: warning: {r.set_name}: {w}", file=sys.stderr)
-        for path, reason in r.skipped[:20]:
-            say(args, f"  skipped {path}: {reason}")
-        if len(r.skipped) > 20:
-            say(args, f"  ... and {len(r.skipped) - 20} more (see `stats --json`)")
+        for line in skip_lines(r.skipped, "`stats --json`"):
+            say(args, f"  {line}")
         if r.usable == 0:
             status = fail(f"set {r.set_name!r} has no usable frame ({r.n_skipped} skipped).")
     return status

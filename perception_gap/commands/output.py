@@ -47,6 +47,24 @@ def say(args: argparse.Namespace, text: str = "") -> None:
         print(text)
 
 
+SKIP_GROUPS_SHOWN = 10
+
+
+def skip_lines(skipped: Any, more: str) -> list[str]:
+    """Skipped frames as `skipped N frames: REASON: a.png, b.png, c.png, ...` lines, one per reason
+    (perception_gap.wording.skip_groups), at most SKIP_GROUPS_SHOWN, then one line for the rest
+    pointing to `more` (where the full list is)."""
+    from perception_gap.wording import skip_groups, skip_line
+
+    groups = skip_groups(skipped)
+    lines = [f"skipped {skip_line(g)}" for g in groups[:SKIP_GROUPS_SHOWN]]
+    rest = groups[SKIP_GROUPS_SHOWN:]
+    if rest:
+        lines.append(f"... and {sum(g['count'] for g in rest):,} more skipped for {len(rest)} other reasons "
+                     f"(see {more})")
+    return lines
+
+
 def fmt(x: Any, nd: int = 3) -> str:
     """A number for the CLI's text: `nd` significant digits via perception_gap.wording.sig ("-" when absent)."""
     from perception_gap.wording import sig

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from perception_gap.commands.output import atomic_write_text, check_outputs, dumps, fmt, progress_bar
+from perception_gap.commands.output import atomic_write_text, check_outputs, dumps, fmt, progress_bar, skip_lines
 
 
 def _extreme(pick, values):
@@ -20,10 +20,8 @@ def _print_stats(res: dict[str, Any]) -> None:
     for name, info in sets.items():
         s = stats.get(name, {})
         print(f"{info['role']} set {name!r} ({info['domain']}): {info['n_usable']} usable of {info['n_frames']} frames, {info['n_skipped']} skipped")
-        for sk in info["skipped"][:10]:
-            print(f"    skipped {sk['path']}: {sk['reason']}")
-        if info["n_skipped"] > 10:
-            print(f"    ... and {info['n_skipped'] - 10} more (see --json)")
+        for line in skip_lines(info["skipped"], "--json"):
+            print(f"    {line}")
         if info.get("reindexed"):
             print(f"    re-indexed {len(info['reindexed'])} frame(s) whose file changed since `index` (measured "
                   f"under the new content), e.g. {info['reindexed'][0]}")
