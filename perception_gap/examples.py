@@ -7,12 +7,19 @@ check (rollouts, rank fidelity, latency, replay, reprojection, initial states).
 `example_catalog(folder)` also indexes the two frame sets into a catalog; `example_policy` is a
 frozen policy for `policy_check`. Nothing here needs MuJoCo (the built-in MuJoCo demo is
 `perception_gap.demo`), a model's weights or the network.
+
+Called without a folder, both write into a new temporary folder (a catalog's is about 3 MB) that
+is removed when the Python process that made it exits: the docstring examples call them freely
+and leave nothing behind.
 """
 
 from __future__ import annotations
 
+import atexit
 import csv
 import json
+import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +29,25 @@ from PIL import Image
 
 SIM_SET, REAL_SET = "sim", "real"
 HEIGHT, WIDTH = 24, 32
+
+# (pid, folder) of each temporary folder made here: a forked child that inherits the list leaves
+# its parent's folders alone
+_TEMP_FOLDERS: list[tuple[int, Path]] = []
+
+
+def _temp_folder() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="perception-gap-examples-"))
+    _TEMP_FOLDERS.append((os.getpid(), root))
+    return root
+
+
+@atexit.register
+def _remove_temp_folders() -> None:
+    pid = os.getpid()
+    for owner, root in _TEMP_FOLDERS:
+        if owner == pid:
+            shutil.rmtree(root, ignore_errors=True)
+    _TEMP_FOLDERS[:] = [(owner, root) for owner, root in _TEMP_FOLDERS if owner != pid]
 
 
 def example_frame(i: int) -> np.ndarray:
@@ -143,7 +169,7 @@ def write_examples(folder: str | Path | None = None, *, n: int = 8) -> ExampleFi
     """Write every example input into `folder` (created if needed); see the module docstring.
 
     Args:
-        folder: where to write; None: a new temporary folder (left for the caller to remove).
+        folder: where to write; None: a new temporary folder, removed when this process exits.
         n: frames per set, 2 to 16.
 
     Returns:
@@ -151,7 +177,7 @@ def write_examples(folder: str | Path | None = None, *, n: int = 8) -> ExampleFi
     """
     if not 2 <= n <= 16:
         raise ValueError(f"Expected `n` in [2, 16], got {n}.")
-    root = Path(tempfile.mkdtemp(prefix="perception-gap-examples-") if folder is None else folder)
+    root = _temp_folder() if folder is None else Path(folder)
     sim, real, frames = _frames(root, n)
     manifest = _table(root / "manifest.csv", [{"set": name, "domain": name, "rgb": f"{name}/f{i:02d}.png",
                                                "pair_key": f"f{i:02d}", "proprio": json.dumps([i / n, 1 - i / n])}
@@ -162,7 +188,8 @@ def write_examples(folder: str | Path | None = None, *, n: int = 8) -> ExampleFi
 
 
 def example_catalog(folder: str | Path | None = None, *, n: int = 8) -> Path:
-    """Write the examples into `folder` (None: a new temporary one) and index them into `gap.duckdb` there.
+    """Write the examples into `folder` (None: a new temporary one, removed when this process exits)
+    and index them into `gap.duckdb` there.
 
     Returns:
         The catalog file, holding sets `sim` and `real` (`n` paired frames each, with proprio);
