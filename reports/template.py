@@ -34,6 +34,9 @@ img.plot{max-width:100%;border:1px solid #eee;margin:.3em .5em .3em 0}
 .pair img{display:block;max-width:160px}.pair figcaption{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.nw{white-space:nowrap}
 nav a{margin-right:1em}.wide{overflow-x:auto}#gates td:first-child{overflow-wrap:normal;white-space:nowrap}
 #ranking td.n,#ranking table.kv th{white-space:normal}#ranking table.kv td.n{white-space:normal;overflow-wrap:anywhere}
+/* key-value tables stay inside their box: any long word wraps, and borders are drawn inside the table (collapsed ones put half the outer border outside it) */
+table.evidence,table.kv{max-width:100%;border-collapse:separate;border-spacing:0;border-top:1px solid #ddd;border-left:1px solid #ddd}
+table.evidence th,table.evidence td,table.kv th,table.kv td{border-width:0 1px 1px 0;overflow-wrap:anywhere}
 .maps-row{display:flex;flex-wrap:wrap;align-items:flex-start;gap:.4em 1.2em}.maps-row figure{margin:.3em 0;font-size:.8em;max-width:300px}.maps-key svg{vertical-align:middle}.see-maps{margin:.3em 0}
 </style>
 </head>

@@ -277,3 +277,47 @@ def test_demo_ranking_reads_at_a_glance(demo):
     for y0, y1 in zip(edges[:-1], edges[1:]):
         band = shot[y0:y1, left:right]
         assert band.size and (band < 100).mean() > 0.005, (y0, y1)
+
+
+# Every key-value table (a finding's evidence, an encoder's details) against its container's content
+# box, to a hundredth of a pixel (the audit above allows 1 px): its cells' right edges, each cell's own
+# overflow, and the container's scroll width.
+KV_AUDIT = """window.addEventListener('load', function () {
+  document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+  var out = {n: 0, over: []};
+  document.querySelectorAll('table.evidence, table.kv').forEach(function (t, i) {
+    var p = t.parentElement, pr = p.getBoundingClientRect(), cs = getComputedStyle(p);
+    var inner = pr.right - parseFloat(cs.paddingRight) - parseFloat(cs.borderRightWidth);
+    var far = t.getBoundingClientRect().right;
+    out.n += 1;
+    t.querySelectorAll('td, th').forEach(function (c) {
+      far = Math.max(far, c.getBoundingClientRect().right);
+      if (c.scrollWidth > c.clientWidth) out.over.push(t.className + i + ' cell ' + c.innerText.slice(0, 30));
+    });
+    if (far > inner + 0.01) out.over.push(t.className + i + ' by ' + (far - inner).toFixed(2) + ' px');
+    if (p.scrollWidth > p.clientWidth) out.over.push(t.className + i + ' container scrolls');
+  });
+  var pre = document.createElement('pre'); pre.id = 'pg-kv'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});"""
+
+
+def _kv_audit(tmp: Path, page: Path) -> dict:
+    probe = tmp / "kv.html"
+    probe.write_text(_instrumented(page.read_text(encoding="utf-8"), KV_AUDIT), encoding="utf-8")
+    return _read_pre(_chromium(tmp / "kv-profile", probe, "--virtual-time-budget=5000", "--dump-dom").stdout, "pg-kv")
+
+
+def test_key_value_tables_stay_in_their_box_at_1280(real_frames, tmp_path):
+    """No evidence or encoder-details table reaches past its container at 1,280 px, in the report of real
+    frames and in one whose evidence holds long unbroken words (a hash-named file's key, a path value)."""
+    from tests.test_report import make_results
+
+    got = _kv_audit(tmp_path, real_frames["page"])
+    assert got["n"] >= 1 and got["over"] == [], got
+    res = make_results()
+    res["findings"][0]["evidence"]["per_file"] = {"0123456789abcdef" * 12: 0.25, "ok": 1.0}
+    res["findings"][0]["evidence"]["file"] = "/data/" + "x" * 300 + ".png"
+    res["encoders"][0]["family"] = "imagenet-" + "y" * 200
+    got = _kv_audit(tmp_path, write_report(res, tmp_path / "long.html"))
+    assert got["n"] >= 3 and got["over"] == [], got
