@@ -205,7 +205,10 @@ class Runner:
         if fault.code == "none":
             hit, at_limit = not any(f["severity"] in ("bug", "gap", "error") for f in findings), None
         else:
-            hit = first["code"] == fault.code and first["severity"] == fault.severity
+            # a bug the evidence did not earn (no plumbing signature, interval short of the bug bar) is
+            # worded as a gap: the right code, named first, at the milder severity, is still a hit
+            hit = first["code"] == fault.code and (first["severity"] == fault.severity
+                                                   or (fault.severity, first["severity"]) == ("bug", "gap"))
             at_limit = (abs(magnitude) >= LIMITS[fault.family][basis]
                         and min(len(sim.keys), len(real.keys)) >= _min_side_frames(fault.code, basis)
                         # unpaired, the bar widens with the camera's own scene-to-scene spread
@@ -283,13 +286,21 @@ def report(rows: list[CaseResult], cams: list, notes: list[str], args, seconds: 
     lines += ["", (f"{len(rows)} cases in {seconds:.0f} s ({'quick' if args.quick else 'full'}, "
               f"split {args.split}, up to {args.frames} frames a camera)"), "", "CONFUSION (all magnitudes)"]
     lines += confusion_table(rows)
-    lines += ["", "DETECTION RATE (named first with the expected severity)"] + rate_table(rows)
+    lines += ["", "DETECTION RATE (named first with the expected severity, or a bug worded as a gap)"] + rate_table(rows)
     ctrl = [r for r in rows if r.expected == "none"]
     bad = [r for r in ctrl if not r.hit]
     lines += ["", f"CLEAN CONTROLS: {len(ctrl) - len(bad)}/{len(ctrl)} without a bug or gap finding"]
     for r in bad:
         found = "; ".join(f"{f['code']}:{f['severity']} {f['title']}" for f in r.findings if f["severity"] != "info")
         lines.append(f"  FALSE  {r.case}: {found}")
+    wrong = [(r, f) for r in rows if r.expected != "none" for f in r.findings
+             if f["severity"] == "bug" and f["code"] != r.expected]
+    lines += ["", f"WRONG BUGS (a bug finding of another code than the injected one, any magnitude): {len(wrong)}"]
+    for r, f in wrong:
+        lines.append(f"  WRONG  {r.case}: {f['code']}:bug {f['title'][:100]}")
+    held = [r for r in rows if r.expected != "none" and r.hit and r.expected_severity == "bug"]
+    lines.append(f"BUGS KEPT AS BUGS: {sum(r.got_severity == 'bug' for r in held)}/{len(held)} of the injected bugs "
+                 "named first (the rest worded as gaps: no signature, interval short of the bug bar)")
     misses = [r for r in rows if r.expected != "none" and not r.hit]
     lines += ["", (f"MISSES: {len(misses)} ({sum(bool(r.at_or_above_limit) for r in misses)} at/above the limit; "
               "* = at/above)")]

@@ -189,8 +189,8 @@ LIMITS: dict[str, dict[str, float]] = {
     "orientation/flip_vertical": {"paired": 1, "unpaired": math.inf},
     "orientation/flip_horizontal": {"paired": 1, "unpaired": math.inf},
     "orientation/rotate_180": {"paired": 1, "unpaired": math.inf},
-    # unpaired: read from the set mean images, so only on a fixed camera (`fixed_camera`, bench_truth);
-    # x1.25 and x1.5 each named in 7 of 8 tune splits of SimplerEnv's fixed view
+    # unpaired: read from the set mean images, so only on a fixed camera (`fixed_camera`, bench_truth;
+    # SimplerEnv's robot frames mix several set-ups and no longer count as one)
     "field_of_view": {"paired": 1.1, "unpaired": 1.5},
     "vignetting": {"paired": 0.5, "unpaired": math.inf},
     "motion_blur": {"paired": 5.0, "unpaired": 9.0},

@@ -36,6 +36,36 @@ _UNITS = ((r"_stops$|^stops_", "stops"), (r"(^|_)ratio(_|$)", "ratio"), (r"dropo
           (r"(^|_)px$|_pixels$", "px"), (r"_m$", "m"))
 
 
+# The settled reading of a finding (diagnoses/verdicts.py): shown as one line beside the title
+# (`reading`), so not repeated in the evidence table.
+READING_KEYS = frozenset({"value", "ci", "bar", "bug_bar", "unit", "margin", "stability", "n_resamples",
+                          "bug_basis", "borderline", "stability_basis", "read_without"})
+
+
+def reading(ev: Mapping[str, Any]) -> str:
+    """`value [low, high] unit · bar B (bug beyond C) · fires in S of N resamples` for a settled
+    finding; the empty string for one without a settled value or stability."""
+    parts = []
+    v, c, unit = ev.get("value"), ev.get("ci"), ev.get("unit")
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        text = compact(v)
+        if isinstance(c, (list, tuple)) and len(c) == 2 and all(isinstance(x, (int, float)) for x in c):
+            text += f" [{compact(c[0])}, {compact(c[1])}]"
+        parts.append(f"{text} {unit}" if unit else text)
+        if isinstance(ev.get("bar"), (int, float)):
+            bar = f"bar {compact(ev['bar'])}"
+            if isinstance(ev.get("bug_bar"), (int, float)):
+                bar += f" (a bug beyond {compact(ev['bug_bar'])})"
+            parts.append(bar)
+    st, n = ev.get("stability"), ev.get("n_resamples")
+    if isinstance(st, (int, float)) and isinstance(n, int) and n > 0:
+        word = "borderline: " if ev.get("borderline") else ""
+        parts.append(f"{word}fires in {st:.0%} of {n} resamples")
+    if ev.get("bug_basis"):
+        parts.append(f"bug by {ev['bug_basis']}")
+    return " · ".join(parts)
+
+
 def label(key: str) -> str:
     """A human label with its unit for an evidence key (`flips.sim_only` -> `flips: sim only`)."""
     if key in LABELS:
@@ -53,6 +83,8 @@ def rows(evidence: Mapping[str, Any], text_limit: int, cap: int) -> tuple[list[t
     (label, raw key, value text). Order: telling numbers in results order, then the rest."""
     flat: list[tuple[str, Any]] = []
     for k, v in evidence.items():
+        if k in READING_KEYS:
+            continue
         if isinstance(v, Mapping):
             for k2, v2 in v.items():
                 if isinstance(v2, list) and v2 and all(isinstance(x, Mapping) for x in v2):

@@ -65,9 +65,25 @@ def _sev(f: Mapping[str, Any]) -> str:
 def _finding(f: Mapping[str, Any], lim: Mapping[str, Any]) -> dict[str, Any]:
     top, rest, more = evidence.rows(_d(f.get("evidence")), lim["text"], lim["evidence"])
     return {"severity": f.get("severity", "info"), "sev_class": _sev(f), "code": f.get("code"),
-            "title": f.get("title"), "action": f.get("action"),
-            "evidence": top, "evidence_rest": rest, "evidence_more": more,
+            "title": f.get("title"), "action": f.get("action"), "reading": evidence.reading(_d(f.get("evidence"))),
+            "borderline": bool(_d(f.get("evidence")).get("borderline")), "evidence": top, "evidence_rest": rest, "evidence_more": more,
             "see_maps": str(_d(f.get("evidence")).get("see") or "").startswith("maps")}
+
+
+def _headline(findings: list, lim: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict box: the first finding that is not borderline. Where every bug and gap is borderline
+    (fires in under 80% of resamples) none of them is the verdict: the box says so."""
+    first = _finding(findings[0], lim)
+    if not first["borderline"]:
+        return first
+    shaky = [f for f in findings if _d(f.get("evidence")).get("borderline")]
+    return {"severity": "info", "sev_class": "info", "code": "borderline",
+            "title": (f"Nothing stands firm: {len(shaky)} finding(s) are borderline (each fires in under 80% of "
+                      f"resamples of the frames); the strongest: {first['code']}."),
+            "action": "Index more frames or episodes (or matched pairs) and read the findings again before acting "
+                      "on any of them.",
+            "reading": "", "borderline": True, "evidence": [], "evidence_rest": [], "evidence_more": 0,
+            "see_maps": False}
 
 
 def _finite(x: Any) -> bool:
@@ -401,7 +417,7 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         "drift": _drift(dr, lim) if isinstance(dr, Mapping) else None,
         "sim": sim, "real": real, "version": results.get("version"), "run_id": results.get("run_id"),
         "verdict": (screen_verdict(scr) if kind == "screen" and isinstance(scr, Mapping)
-                    else _finding(findings[0], lim) if findings else None),
+                    else _headline(findings, lim) if findings else None),
         "findings": [_finding(f, lim) for f in findings[: lim["findings"]]], "n_findings": len(findings),
         "findings_more": max(0, len(findings) - lim["findings"]),
         "maps": maps_section(results.get("maps"), {"sim": sim, "real": real},

@@ -20,7 +20,7 @@ th{background:#f4f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums;wh
 .sev-bug{background:#c0392b}.sev-gap{background:#d9822b}.sev-info{background:#2b6cd9}.sev-none{background:#27ae60}
 .verdict{border:2px solid #ccc;border-radius:.5em;padding:.8em 1em;margin:1em 0;background:#fafafa}
 .verdict.bug{border-color:#c0392b}.verdict.gap{border-color:#d9822b}.verdict.info{border-color:#2b6cd9}.verdict.none{border-color:#27ae60}
-.verdict .title{font-size:1.15em;font-weight:600;margin:.3em 0}.action{margin:.3em 0}
+.verdict .title{font-size:1.15em;font-weight:600;margin:.3em 0}.action{margin:.3em 0}.reading{margin:.3em 0;color:#444}.reading.borderline{color:#8a5a00}
 .finding{border-left:4px solid #ccc;padding:.2em .8em;margin:.8em 0}
 .finding.bug{border-color:#c0392b}.finding.gap{border-color:#d9822b}.finding.info{border-color:#2b6cd9}
 code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;overflow-wrap:anywhere}
@@ -98,6 +98,7 @@ table.evidence th,table.evidence td,table.kv th,table.kv td{border-width:0 1px 1
 {% for f in findings %}
 <div class="finding {{ f.sev_class }}">
 <h3>{{ loop.index }}. <span class="badge sev-{{ f.sev_class }}">{{ f.severity }}</span> <code>{{ f.code }}</code> {{ f.title }}</h3>
+{% if f.reading %}<div class="reading{% if f.borderline %} borderline{% endif %}"><strong>Reading:</strong> {{ f.reading }}</div>{% endif %}
 <div class="action"><strong>Action:</strong> {{ f.action }}</div>
 {% if f.see_maps and maps %}<div class="see-maps"><a href="#maps">See where the frames differ (gap maps)</a></div>{% endif %}
 {% if f.evidence or f.evidence_rest %}<table class="evidence"><tr><th>evidence</th><th>value</th></tr>

@@ -215,3 +215,26 @@ def test_settle_interval_counts_a_silent_resample_at_the_bar():
     big = Finding("field_of_view", "bug", "t", {"zoom_sim_over_real": 1.35, "basis": "pairs"}, "a", 4.0)
     settled = verdicts.apply(big, verdicts.settle_one(big, far * 10))
     assert settled.severity == "bug" and settled.evidence["bug_basis"] == "interval wholly beyond the bug bar"
+
+
+# --- the report -------------------------------------------------------------------------------------
+
+def test_report_shows_the_reading_and_never_heads_with_a_borderline_finding():
+    from perception_gap.reports.html import render_report
+
+    def finding(code, sev, title, **ev):
+        return {"code": code, "severity": sev, "title": title, "action": "do it", "score": 1.0, "evidence": ev}
+    settled = finding("tone_curve", "gap", "The transfer curves differ", value=0.74, ci=[0.7, 0.79], bar=0.769,
+                      bug_bar=0.595, unit="exponent", margin=0.4, stability=0.96, n_resamples=50, bug_basis=None,
+                      exponent_sim_over_real=0.74)
+    shaky = finding("resize_filter", "gap", "Borderline (fires in 52% of 50 resamples): filters",
+                    value=0.57, ci=[0.5, 0.61], bar=0.57, unit="band shape", stability=0.52, n_resamples=50,
+                    borderline=True)
+    html = render_report({"findings": [settled, shaky], "sets": {}, "config": {"sim": "s", "real": "r"}})
+    assert "0.74 [0.7, 0.79] exponent" in html and "bar 0.769 (a bug beyond 0.595)" in html
+    assert "fires in 96% of 50 resamples" in html and "borderline: fires in 52% of 50 resamples" in html
+    assert html.index('id="verdict-title">The transfer curves differ') > 0
+    # the reading's keys are not repeated as evidence rows
+    assert ">margin<" not in html and ">stability<" not in html
+    only_shaky = render_report({"findings": [shaky], "sets": {}, "config": {"sim": "s", "real": "r"}})
+    assert 'id="verdict-title">Nothing stands firm: 1 finding(s) are borderline' in only_shaky

@@ -274,8 +274,7 @@ def settle_one(f: Finding, resampled: list[Finding | None]) -> Settled:
         lo, hi = (float(x) for x in np.percentile(vals, [tail, 100 - tail]))
     else:
         lo = hi = float(v)
-    width = _effect(hi, rd.log) - _effect(lo, rd.log) if (v >= (1 if rd.log else 0)) else \
-        _effect(lo, rd.log) - _effect(hi, rd.log)
+    width = abs(math.log(hi) - math.log(lo)) if rd.log else abs(hi - lo)
     excess = _effect(v, rd.log) - _effect(side_bar, rd.log)
     margin = excess / width if width > 1e-12 else (math.inf if excess > 0 else 0.0)
     bug_bar = _on_side(rd.bug_bar(f.evidence), v, rd.log) if rd.bug_bar is not None else None
