@@ -238,3 +238,17 @@ def test_report_shows_the_reading_and_never_heads_with_a_borderline_finding():
     assert ">margin<" not in html and ">stability<" not in html
     only_shaky = render_report({"findings": [shaky], "sets": {}, "config": {"sim": "s", "real": "r"}})
     assert 'id="verdict-title">Nothing stands firm: 1 finding(s) are borderline' in only_shaky
+
+
+def test_paired_unpaired_and_a_subset_share_the_headline(frames, tmp_path):
+    """The same frames read paired, unpaired (keys dropped) and as a two-thirds subset: one headline code."""
+    sim, real = D.paired(frames, real_fn=lambda a: D.expose(a, -1.5), n=24)
+    heads = []
+    for name, (s, r) in {"paired": (sim, real),
+                         "unpaired": (sim, {f"u{k}": a for k, a in real.items()}),
+                         "subset": ({k: sim[k] for k in list(sim)[:16]}, {k: real[k] for k in list(real)[:16]})}.items():
+        res = D.run_folders(tmp_path / name, s, r)
+        loud = [f for f in res["findings"] if f["severity"] != "info"]
+        assert loud, (name, D.codes(res))
+        heads.append((loud[0]["code"], bool(loud[0]["evidence"].get("borderline"))))
+    assert {h for h, _ in heads} == {"brightness"} and not any(b for _, b in heads), heads
