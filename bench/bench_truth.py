@@ -278,6 +278,11 @@ def summary(rows: list[CaseResult]) -> dict:
     return out
 
 
+# Bugs that restate an injected fault in another code's terms, true of the faulted data: frames stored
+# as 16-bit grey (frame_format) are also on a x257 value scale against 8-bit ones (value_range).
+RESTATES = {"frame_format": ("value_range",)}
+
+
 def report(rows: list[CaseResult], cams: list, notes: list[str], args, seconds: float) -> str:
     lines = [f"data: {args.data}" + (f" ({'; '.join(notes)})" if notes else "")]
     for cam in cams:
@@ -294,8 +299,9 @@ def report(rows: list[CaseResult], cams: list, notes: list[str], args, seconds: 
         found = "; ".join(f"{f['code']}:{f['severity']} {f['title']}" for f in r.findings if f["severity"] != "info")
         lines.append(f"  FALSE  {r.case}: {found}")
     wrong = [(r, f) for r in rows if r.expected != "none" for f in r.findings
-             if f["severity"] == "bug" and f["code"] != r.expected]
-    lines += ["", f"WRONG BUGS (a bug finding of another code than the injected one, any magnitude): {len(wrong)}"]
+             if f["severity"] == "bug" and f["code"] != r.expected and f["code"] not in RESTATES.get(r.expected, ())]
+    lines += ["", f"WRONG BUGS (a bug finding of another code than the injected one, any magnitude; "
+                  f"restatements {RESTATES} aside): {len(wrong)}"]
     for r, f in wrong:
         lines.append(f"  WRONG  {r.case}: {f['code']}:bug {f['title'][:100]}")
     held = [r for r in rows if r.expected != "none" and r.hit and r.expected_severity == "bug"]

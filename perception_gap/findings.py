@@ -48,8 +48,10 @@ class Finding:
 
 
 def order_findings(findings: list[Finding]) -> list[Finding]:
-    """Most urgent first: bugs, then gaps, then info; within each, borderline findings (stability
-    under `diagnoses.verdicts.STABLE`) after the rest, findings read only once a borderline one was set
-    aside (`read_without`) after those, then stronger evidence first."""
-    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], bool(f.evidence.get("borderline")),
-                                           bool(f.evidence.get("read_without")), -f.score, f.code))
+    """Most urgent first: bugs, then gaps, then info; within each, findings read only once a borderline
+    one was set aside (`read_without`: they hold only if it does not) after the rest, borderline findings
+    (stability under `diagnoses.verdicts.STABLE`) after the stable ones, a plumbing code's finding (one
+    that could be a bug: its evidence has `bug_basis`) before appearance gaps, then stronger evidence first."""
+    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], bool(f.evidence.get("read_without")),
+                                           bool(f.evidence.get("borderline")), "bug_basis" not in f.evidence,
+                                           -f.score, f.code))

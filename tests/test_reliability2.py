@@ -212,8 +212,9 @@ def test_a_file_listed_100000_times_is_one_summary_line_and_counted_by_stats(tmp
     assert p.returncode == 0, p.stderr
     assert "s (sim): 100001 listed" in p.stdout and "2 usable, 99999 skipped" in p.stdout, p.stdout
     again = [ln for ln in p.stdout.splitlines() if "listed again" in ln]
-    want = (f"  skipped {tmp_path / 'a' / 'f0.png'}: the same file is listed again 99,999 more times "
-            "(pair keys '1', '2', '3', ...); its first listing (pair key '0') is kept")
+    # one line for the reason, grouped with its count and the file named (skips grouped by reason)
+    want = ("  skipped 1 frame: the same file is listed again 99,999 more times (pair keys '1', '2', '3', ...); "
+            f"its first listing (pair key '0') is kept: f0.png (in {tmp_path / 'a'})")
     assert again == [want], again
     p = cli("stats", "--sim", "s", "--real", "r", "--db", db, "--json", tmp_path / "s.json", timeout=T)
     clean(p)

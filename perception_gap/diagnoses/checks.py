@@ -100,7 +100,7 @@ SKIP_AFTER: dict[str, frozenset[str]] = {
     "depth_dropout": frozenset({"depth_invalid"}),
     # a zoom changes what the frame shows: its luminance quantiles and radial profile read content
     "tone_curve": frozenset({"field_of_view"}),
-    "vignetting": frozenset({"field_of_view"}),
+    "vignetting": frozenset({"field_of_view", "tone_curve"}),  # a curve raises the corner/centre ratio to its power
     # a different size or aspect changes what the frame covers: its own bug, named first
     "field_of_view": frozenset({"resolution"}),
 }
