@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from perception_gap.diagnoses.common import MIN_PAIRS
 from perception_gap.findings import Finding
 from perception_gap.statistics.records import FrameRecord, SetRecords, paired
 
@@ -34,7 +35,6 @@ N_RESAMPLES = 50
 STABLE = 0.8
 CI_LEVEL = 0.95
 MIN_EPISODES = 5
-MIN_PAIRS = 3  # as diagnoses.common.MIN_PAIRS: the paired basis, resampled by pair
 
 # Field of view: a zoom is named from spatial.FOV_MIN_ZOOM (1.08); a bug when its whole interval
 # lies beyond FOV_BUG_ZOOM (a sim camera whose focal length is 15% off is set wrong, not drifted).
@@ -163,11 +163,6 @@ def _units(frames: list[FrameRecord]) -> list[list[FrameRecord]]:
     if None not in eps and len(eps) >= MIN_EPISODES:
         return list(eps.values())
     return [[f] for f in frames]
-
-
-def resample_unit(frames: list[FrameRecord]) -> str:
-    """What one resampling unit is for these frames: `episode` or `frame`."""
-    return "episode" if len(_units(frames)) < len(frames) or len(frames) == 1 else "frame"
 
 
 def _copy(f: FrameRecord, k: int) -> FrameRecord:
