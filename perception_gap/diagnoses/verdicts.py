@@ -169,6 +169,16 @@ def _copy(f: FrameRecord, k: int) -> FrameRecord:
     return f if k == 0 else replace(f, pair_key=f"{f.pair_key}\x1f{k}")
 
 
+def _draw(units: list, rng: np.random.Generator) -> list[tuple]:
+    """`len(units)` units drawn with replacement, each with its copy number (0 for its first draw)."""
+    seen: dict[int, int] = {}
+    out = []
+    for u in rng.integers(0, len(units), len(units)):
+        out.append((units[u], seen.get(int(u), 0)))
+        seen[int(u)] = out[-1][1] + 1
+    return out
+
+
 def resample(sim: SetRecords, real: SetRecords, rng: np.random.Generator) -> tuple[SetRecords, SetRecords]:
     """One bootstrap resample of two sets: paired sets by episode (of the real frames) or by pair,
     both sides together; unpaired sets each by episode or frame. A unit drawn k times appears k
@@ -179,12 +189,9 @@ def resample(sim: SetRecords, real: SetRecords, rng: np.random.Generator) -> tup
         for s, r in pairs:
             by_ep.setdefault(r.episode, []).append((s, r))
         units = list(by_ep.values()) if None not in by_ep and len(by_ep) >= MIN_EPISODES else [[p] for p in pairs]
-        seen: dict[int, int] = {}
         out_s, out_r = [], []
-        for u in rng.integers(0, len(units), len(units)):
-            k = seen.get(int(u), 0)
-            seen[int(u)] = k + 1
-            for s, r in units[u]:
+        for unit, k in _draw(units, rng):
+            for s, r in unit:
                 out_s.append(_copy(s, k))
                 out_r.append(_copy(r, k))
         keys = {s.pair_key for s, _ in pairs}
@@ -196,13 +203,7 @@ def resample(sim: SetRecords, real: SetRecords, rng: np.random.Generator) -> tup
         units = _units(list(side.frames))
         if not units:
             return side
-        seen: dict[int, int] = {}
-        out = []
-        for u in rng.integers(0, len(units), len(units)):
-            k = seen.get(int(u), 0)
-            seen[int(u)] = k + 1
-            out += [_copy(f, k) for f in units[u]]
-        return replace(side, frames=tuple(out))
+        return replace(side, frames=tuple(_copy(f, k) for unit, k in _draw(units, rng) for f in unit))
 
     return one(sim), one(real)
 
