@@ -25,6 +25,7 @@ from perception_gap.encoders.open_clip_adapter import OpenClipEncoder  # noqa: E
 from perception_gap.encoders.pixel import PixelEncoder  # noqa: E402
 from perception_gap.encoders.preprocessing import Preprocessing, preprocess_images
 from perception_gap.encoders.registry import get_encoder, list_encoders, register_encoder, register_prefix
+from perception_gap.encoders.robot import RobotEncoder  # noqa: E402, F401 - registers r3m: vip: mcr: mvp: vc1: hrp:
 from perception_gap.encoders.throughput import ForwardThroughput, measure_forward  # noqa: E402
 
 
