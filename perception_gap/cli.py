@@ -143,8 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     em = sub.add_parser("embed", parents=[common, engine], help="embed frames through encoders (cached by content)",
                         description="Embed every usable frame through each encoder; cached by (content hash, "
                                     "encoder fingerprint), resumable, only missing frames are embedded.")
-    em.add_argument("--encoder", required=True, action="append",
-                    help="encoder name(s), comma-separated or repeated (see `encoders`)")
+    em.add_argument("--encoder", "--encoders", dest="encoder", required=True, action="append",
+                    help="encoder name(s), comma-separated or repeated (see `encoders`), or @FILE: a candidates "
+                         "file of [[encoder]] tables (docs/encoders.md, Sweeps)")
     em.add_argument("--set", action="append", help="set to embed (repeatable; default: every set)")
     _model_options(em, "where the model runs")
     em.set_defaults(func=_command("embed"))
@@ -156,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--sim", required=True, help="sim set name")
     rn.add_argument("--real", required=True, help="real set name")
     rn.add_argument("--encoders", action="append",
-                    help="encoder name(s), comma-separated or repeated (default: every encoder with weights available)")
+                    help="encoder name(s), comma-separated or repeated, or @FILE (a candidates TOML file; "
+                         "docs/encoders.md, Sweeps) (default: every encoder with weights available)")
     rn.add_argument("--out", required=True, help="output folder (results.json, report.html)")
     rn.add_argument("--json", help="also write results.json to this file")
     _model_options(rn, "where the models run")
@@ -174,8 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--sim", required=True, action="append", help="a sim set (repeat, or comma-separate; at least two)")
     sc.add_argument("--real", required=True, help="real set name")
     sc.add_argument("--encoders", action="append",
-                    help="encoder name(s), comma-separated or repeated (default: every available one; `none`: raw "
-                         "statistics only)")
+                    help="encoder name(s), comma-separated or repeated, or @FILE (a candidates TOML file) "
+                         "(default: every available one; `none`: raw statistics only)")
     sc.add_argument("--fail-if-worse", metavar="SIM", help="exit 1 when another rendering is significantly farther "
                                                             "from real than this one (for CI on a renderer)")
     sc.add_argument("--n-boot", type=bounded_int(10, 100_000), default=1000,
@@ -197,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     dr.add_argument("--domain", choices=("sim", "real"), default="real", help="domain for --current-dir (default real)")
     dr.add_argument("--config", help="TOML file of gate thresholds (see README: Drift checks)")
     dr.add_argument("--encoders", action="append",
-                    help="encoder name(s) (default: every available one; `none`: statistics gates only)")
+                    help="encoder name(s), or @FILE (a candidates TOML file) (default: every available one; "
+                         "`none`: statistics gates only)")
     dr.add_argument("--history", action="store_true", help="list earlier drift checks (of --baseline, if given)")
     dr.add_argument("--out", help="output folder (results.json, report.html)")
     dr.add_argument("--json", help="also write results.json to this file")

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from perception_gap.candidates import Candidate, as_candidates
 from perception_gap.catalog import Catalog
 from perception_gap.catalog.pacing import WritePacer
 from perception_gap.errors import FrameError, InputError
@@ -57,6 +58,7 @@ class EmbedReport:
         precision: "fp32", "fp16" or "bf16": what the vectors were computed at (part of the
             fingerprint unless fp32); batch_size: frames per model call actually used (0 when
             nothing needed embedding and `auto` was not resolved).
+        label: the display name (a candidate's `label`; the encoder name when none was given).
     """
 
     encoder: str
@@ -70,6 +72,57 @@ class EmbedReport:
     reindexed: tuple[str, ...] = ()
     precision: str = "fp32"
     batch_size: int = 0
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class SweepStatus:
+    """Where a pass over several encoders stands, for a progress display.
+
+    Attributes:
+        label: the encoder being embedded; index: its 1-based position; count: encoders in the pass.
+        done, total: frames of this encoder's pass handled so far / to handle.
+        sweep_done, sweep_total: the same over every encoder of the pass (frames each lacked when
+            the pass started).
+        elapsed_s: seconds since the pass started (model loads included).
+        eta_s: estimated seconds left over the whole pass: the elapsed time per frame so far times
+            the frames left (None before the first frame).
+    """
+
+    label: str
+    index: int
+    count: int
+    done: int
+    total: int
+    sweep_done: int
+    sweep_total: int
+    elapsed_s: float
+    eta_s: float | None
+
+
+class _SweepClock:
+    """Turns each encoder's (done, total) into a `SweepStatus` for `progress.sweep`."""
+
+    def __init__(self, report: Callable[[SweepStatus], None], todo: list[int]) -> None:
+        self.report, self.todo, self.t0 = report, todo, time.perf_counter()
+
+    def encoder(self, index: int, label: str, progress: Progress | None) -> Progress:
+        """The (done, total) callback of encoder `index` (0-based); also forwards to `progress`."""
+        before = sum(self.todo[:index])  # frames of the encoders earlier in the pass
+
+        def update(done: int, total: int) -> None:
+            # a re-indexed file adds a round: its frames join this encoder's share of the pass
+            sweep_total = max(sum(self.todo), before + total)
+            sweep_done = min(before + done, sweep_total)
+            elapsed = time.perf_counter() - self.t0
+            eta = elapsed * (sweep_total - sweep_done) / sweep_done if sweep_done else None
+            self.report(SweepStatus(label=label, index=index + 1, count=len(self.todo), done=done, total=total,
+                                    sweep_done=sweep_done, sweep_total=sweep_total, elapsed_s=elapsed, eta_s=eta))
+            if progress is not None:
+                progress(done, total)
+
+        update(0, self.todo[index])
+        return update
 
 
 def default_encoders() -> list[str]:
@@ -220,7 +273,7 @@ def _load_batch(enc: Any, items: list[tuple], pool: ThreadPoolExecutor | None,
     return hashes, batch, skips, changed
 
 
-def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] | None = None, *,
+def embed_sets(catalog: Catalog, encoder_names: list[str | Candidate], set_names: list[str] | None = None, *,
                device: str = "auto", batch_size: int | str = 32, workers: int = 2,
                progress: Progress | None = None, precision: str = "fp32",
                runner: ItemsRunner | None = None) -> list[EmbedReport]:
@@ -228,7 +281,9 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
 
     Args:
         catalog: open catalog.
-        encoder_names: registered names or `open_clip:ARCH:PRETRAINED`.
+        encoder_names: registered names or `open_clip:ARCH:PRETRAINED`, or `Candidate`s
+            (`perception_gap.candidates`): a candidate's own batch size and precision override
+            `batch_size` and `precision` for that encoder.
         set_names: sets to embed; None for every indexed set.
         device: "auto", "cpu" or "cuda".
         batch_size: frames per model call (and per database transaction), or "auto": chosen
@@ -238,6 +293,9 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
         runner: embeds and stores a todo list elsewhere (the Ray engine, `perception_gap.engines`),
             taking and returning what `_embed_items` does; it loads the model where it runs, so
             this process does not. Default: here, batch by batch.
+        progress: called as progress(done, total) for each encoder's pass. When it also has a
+            `sweep` attribute, that is called with a `SweepStatus` (which encoder of how many, and
+            the time left over the whole pass) at the start of each encoder and with each batch.
 
     Returns:
         One report per encoder, in the order given.
@@ -249,9 +307,16 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
             if catalog.get_set(s) is None:
                 known = ", ".join(repr(x) for x in catalog.list_sets()) or "none indexed yet"
                 raise InputError(f"Unknown set {s!r} (known: {known}).")
-    encs = [load_encoder(n, device=device, precision=precision) for n in encoder_names]
+    cands = as_candidates(encoder_names)
+    encs = [load_encoder(c.name, device=device, precision=c.precision or precision) for c in cands]
+    sweep = getattr(progress, "sweep", None)
+    clock = None
+    if callable(sweep):  # what each encoder lacks, counted up front for the time left over the pass
+        clock = _SweepClock(sweep, [len(catalog.hashes_needing_embedding(set_names, e.fingerprint)) for e in encs])
     reports = []
-    for name, enc in zip(encoder_names, encs):
+    for k, (cand, enc) in enumerate(zip(cands, encs)):
+        name, wanted = cand.name, cand.batch_size or batch_size
+        step = clock.encoder(k, cand.label, progress) if clock is not None else progress
         t0 = time.perf_counter()
         embedded = skipped = n_todo = 0
         loaded = False
@@ -265,11 +330,11 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
                 loaded = True
                 if runner is None:
                     enc.load()
-                    size = _resolve_batch_size(enc, batch_size)
+                    size = _resolve_batch_size(enc, wanted)
                 else:  # the model loads where the runner runs: no probe batch here
-                    size = batch_size if isinstance(batch_size, int) else 32
+                    size = wanted if isinstance(wanted, int) else 32
             n_todo += len(todo)
-            e, s, changed = (runner or _embed_items)(catalog, name, enc, todo, size, workers, progress)
+            e, s, changed = (runner or _embed_items)(catalog, name, enc, todo, size, workers, step)
             embedded, skipped = embedded + e, skipped + s
             if not changed:
                 break
@@ -280,7 +345,7 @@ def embed_sets(catalog: Catalog, encoder_names: list[str], set_names: list[str] 
         reports.append(EmbedReport(encoder=name, fingerprint=enc.fingerprint, dim=enc.dim, todo=n_todo,
                                    embedded=embedded, skipped=skipped, seconds=time.perf_counter() - t0,
                                    model_loaded=loaded, reindexed=tuple(sorted(reindexed)),
-                                   precision=enc.precision, batch_size=size))
+                                   precision=enc.precision, batch_size=size, label=cand.label))
         log.info("%s: %d embedded, %d skipped in %.1fs", name, embedded, skipped, reports[-1].seconds)
     return reports
 

@@ -28,11 +28,12 @@ def execute_encoders(args: argparse.Namespace) -> int:
 
 
 def execute(args: argparse.Namespace) -> int:
+    from perception_gap.candidates import parse_candidates
     from perception_gap.catalog import Catalog
-    from perception_gap.embed import embed_sets, parse_encoder_list
+    from perception_gap.embed import embed_sets
     from perception_gap.engines import open_engine
 
-    names = parse_encoder_list(args.encoder)
+    names = parse_candidates(args.encoder, "--encoder")
     progress, close = progress_bar(args, "embed")
     with Catalog(args.db, wait=args.wait, create=False) as cat, \
             open_engine(cat, args.engine, address=args.address, workers=args.workers, device=args.device) as eng:
@@ -45,7 +46,8 @@ def execute(args: argparse.Namespace) -> int:
     for r in reports:
         rate = f", {r.embedded / r.seconds:.1f} frames/s" if r.embedded and r.seconds > 0 else ""
         at = f", {r.precision}, batch {r.batch_size}" if r.model_loaded else f", {r.precision}"
-        say(args, f"{r.encoder} ({r.dim}-d{at}, fingerprint {r.fingerprint[:12]}): {r.embedded} embedded, "
+        shown = r.encoder if r.label in ("", r.encoder) else f"{r.label} = {r.encoder}"
+        say(args, f"{shown} ({r.dim}-d{at}, fingerprint {r.fingerprint[:12]}): {r.embedded} embedded, "
                    f"{r.skipped} skipped, {r.todo - r.embedded - r.skipped} left{rate}; "
                    f"{'all cached' if not r.todo else f'{r.seconds:.1f}s'}")
     return 0

@@ -26,20 +26,54 @@ def fail(message: str) -> int:
     return 2
 
 
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class _Bars:
+    """One tqdm bar on stderr for a stage, and one per encoder when the embed stage reports a sweep
+    (`perception_gap.embed.SweepStatus`): `[i/n] label`, with the frames and time left over the sweep."""
+
+    def __init__(self, desc: str) -> None:
+        from tqdm import tqdm
+
+        self._tqdm, self._desc = tqdm, desc
+        self._bar = tqdm(desc=desc, unit="frame", file=sys.stderr, leave=False)
+        self._index: int | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._index is None:  # inside a sweep, `sweep` draws the encoder's bar
+            self._show(done, total)
+
+    def _show(self, done: int, total: int, postfix: str | None = None) -> None:
+        self._bar.total = total
+        self._bar.n = done
+        if postfix is not None:
+            self._bar.set_postfix_str(postfix, refresh=False)
+        self._bar.refresh()
+
+    def sweep(self, st: Any) -> None:
+        if st.index != self._index:
+            self._bar.close()
+            self._index = st.index
+            self._bar = self._tqdm(desc=f"[{st.index}/{st.count}] {st.label}", unit="frame", file=sys.stderr,
+                                   leave=True, total=st.total)
+        self._show(st.done, st.total, f"sweep {st.sweep_done}/{st.sweep_total} frames, {_duration(st.eta_s)} left")
+
+    def close(self) -> None:
+        self._bar.close()
+
+
 def progress_bar(args: argparse.Namespace, desc: str) -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
-    """A progress callback on stderr, or None when quiet or stderr is not a terminal."""
+    """A progress callback on stderr, or None when quiet or stderr is not a terminal. The callback
+    also takes the embed stage's sweep reports (a bar per encoder, time left over the sweep)."""
     if args.quiet or not sys.stderr.isatty():
         return None, lambda: None
-    from tqdm import tqdm
-
-    bar = tqdm(desc=desc, unit="frame", file=sys.stderr, leave=False)
-
-    def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.n = done
-        bar.refresh()
-
-    return update, bar.close
+    bars = _Bars(desc)
+    return bars, bars.close
 
 
 def say(args: argparse.Namespace, text: str = "") -> None:
@@ -76,14 +110,15 @@ def fmt(x: Any, nd: int = 3) -> str:
     return sig(x, nd)
 
 
-def encoder_names(spec: list[str] | None) -> list[str] | None:
-    """--encoders: None = every available; `none` = raw statistics only."""
-    from perception_gap.embed import parse_encoder_list
+def encoder_names(spec: list[str] | None) -> list[Any] | None:
+    """--encoders: None = every available; `none` = raw statistics only; names and `@FILE`
+    candidates files as `perception_gap.candidates.Candidate`s."""
+    from perception_gap.candidates import parse_candidates
 
     if not spec:
         return None
-    names = parse_encoder_list(spec)
-    return [] if [n.lower() for n in names] == ["none"] else names
+    names = parse_candidates(spec)
+    return [] if [n.name.lower() for n in names] == ["none"] else names
 
 
 def finish_check(args: argparse.Namespace, section: str, res: dict[str, Any], summary: list[str]) -> int:

@@ -50,12 +50,12 @@ def _print_run(res: dict[str, Any], out_dir: Path) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
+    from perception_gap.candidates import parse_candidates
     from perception_gap.catalog import Catalog
-    from perception_gap.embed import parse_encoder_list
     from perception_gap.engines import open_engine
     from perception_gap.workflows.run import run_job
 
-    names = parse_encoder_list(args.encoders) if args.encoders else None
+    names = parse_candidates(args.encoders) if args.encoders else None
     out_dir = Path(args.out)
     check_outputs(out_dir, args.json)
     if args.rollouts:

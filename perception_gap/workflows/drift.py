@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from perception_gap.candidates import Candidate, as_candidates, sweep_config
 from perception_gap.catalog import Catalog
 from perception_gap.embed import default_encoders, embed_sets, load_encoder
 from perception_gap.errors import InputError
@@ -100,7 +101,7 @@ def _gate_title(g: dict[str, Any], current: str, baseline: str) -> str:
     return f"Gate {g['name']} failed: {v} > {t}"
 
 
-def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: list[str] | None = None,
+def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: list[str | Candidate] | None = None,
               config: dict[str, dict[str, Any]] | None = None, device: str = "auto", batch_size: int | str = 32,
               workers: int | None = None, progress: Progress | None = None,
               baseline_sample: int = BASELINE_SAMPLE, precision: str = "fp32", engine: Any = None) -> dict[str, Any]:
@@ -121,7 +122,8 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
     if baseline == current:
         raise InputError(f"Expected two different sets for --baseline and --current, got {baseline!r} twice.")
     check_sets(catalog, [baseline, current], {baseline: "--baseline", current: "--current"})
-    names = default_encoders() if encoder_names is None else encoder_names
+    cands = as_candidates(default_encoders() if encoder_names is None else encoder_names)
+    names = [c.name for c in cands]
     boot = cfg["bootstrap"]
     n_boot, level, seed = int(boot["n_boot"]), float(boot["ci"]), int(boot["random_state"])
     compute_stats(catalog, [baseline, current], workers=workers, progress=progress,
@@ -174,13 +176,14 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
             gates.append(dr.skipped("depth_dropout", t, "no depth maps in either set"))
     encoders_info = []
     if names and (on("embedding") or on("domain_auc")):
-        embed_sets(catalog, names, [baseline, current], device=device, batch_size=batch_size, workers=2,
+        embed_sets(catalog, cands, [baseline, current], device=device, batch_size=batch_size, workers=2,
                    progress=progress, precision=precision, runner=engine.embed_runner if engine else None)
-        for name in names:
-            enc = load_encoder(name, device=device, precision=precision)
+        for cand in cands:
+            enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
+            label = cand.label
             mb, eb = catalog.load_embeddings(baseline, enc.fingerprint, sample.paths)
             mc, ec = catalog.load_embeddings(current, enc.fingerprint)
-            encoders_info.append({"name": enc.name, "family": enc.family, "dim": enc.dim,
+            encoders_info.append({"name": label, "encoder": cand.name, "family": enc.family, "dim": enc.dim,
                                   "fingerprint": enc.fingerprint, "preprocessing": enc.preprocessing.to_dict(),
                                   "n_sim": len(mc), "n_real": len(mb)})
             e_b, e_c = [m["episode"] for m in mb], [m["episode"] for m in mc]
@@ -189,13 +192,13 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
             floor = dr.shared_floor_ratio(eb, ec, e_b, random_state=seed) if wanted and len(mb) and len(mc) else None
             if on("embedding"):
                 t = float(cfg["embedding"]["max_ratio"])
-                gates.append(dr.embedding_gate(f"embedding:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed, floor=floor)
-                             if len(mb) and len(mc) else dr.not_computed(f"embedding:{enc.name}", t, "no embeddings on one side"))
+                gates.append(dr.embedding_gate(f"embedding:{label}", eb, ec, e_b, e_c, t, random_state=seed, floor=floor)
+                             if len(mb) and len(mc) else dr.not_computed(f"embedding:{label}", t, "no embeddings on one side"))
             if on("domain_auc"):
                 t = float(cfg["domain_auc"]["max_auc"])
-                gates.append(dr.auc_gate(f"domain_auc:{enc.name}", eb, ec, e_b, e_c, t, random_state=seed,
+                gates.append(dr.auc_gate(f"domain_auc:{label}", eb, ec, e_b, e_c, t, random_state=seed,
                                          min_ratio=float(cfg["domain_auc"]["min_ratio"]), floor=floor)
-                             if len(mb) and len(mc) else dr.not_computed(f"domain_auc:{enc.name}", t, "no embeddings on one side"))
+                             if len(mb) and len(mc) else dr.not_computed(f"domain_auc:{label}", t, "no embeddings on one side"))
     if on("detector_ap"):
         gates += _detector_gates(catalog, baseline, current, float(cfg["detector_ap"]["max_drop"]))
     gate_dicts = [g.to_dict() for g in gates]
@@ -216,7 +219,7 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
         res: dict[str, Any] = {
             "version": __version__,
             "config": {"kind": "drift", "baseline": baseline, "current": current, "encoders": names, "gates": cfg,
-                       "device": device, "precision": precision},
+                       "device": device, "precision": precision, **sweep_config(cands)},
             "sets": {baseline: {**set_info(catalog, baseline), "role": "baseline"},
                      current: {**set_info(catalog, current), "role": "current"}},
             "stats": summaries,

@@ -14,6 +14,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from perception_gap import probes
+from perception_gap.candidates import Candidate, as_candidates, sweep_config
 from perception_gap.catalog import Catalog
 from perception_gap.diagnoses.perception import insufficient_findings, perception_findings
 from perception_gap.embed import default_encoders, embed_sets, load_encoder
@@ -247,7 +248,7 @@ def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 
-def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] | None = None,
+def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | Candidate] | None = None,
             device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
             random_state: int = 0, progress: Progress | None = None, precision: str = "fp32",
             engine: Any = None, inception_weights: str | None = None) -> dict[str, Any]:
@@ -259,7 +260,8 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] |
     section: FID and KID on its features (`perception_gap.workflows.fid`); the file is checked
     before any work.
     """
-    names = encoder_names or default_encoders()
+    cands = as_candidates(encoder_names or default_encoders())  # a candidate's label names its entry
+    names = [c.name for c in cands]
     if not names:
         raise InputError("No encoder has its weights available here; see `perception-gap encoders`.")
     fid_enc = None
@@ -269,16 +271,17 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] |
         fid_enc = fid_encoder(inception_weights, device=device)  # fp32 always: the reference's precision
     res = stats_job(catalog, sim, real, workers=workers, progress=progress,
                     runner=engine.stats_runner if engine else None)
-    embed_sets(catalog, names, [sim, real], device=device, batch_size=batch_size, workers=2, progress=progress,
+    embed_sets(catalog, cands, [sim, real], device=device, batch_size=batch_size, workers=2, progress=progress,
                precision=precision, runner=engine.embed_runner if engine else None)
     if fid_enc is not None:
         embed_sets(catalog, [fid_enc.name], [sim, real], device=device, batch_size=batch_size, workers=2,
                    progress=progress, runner=engine.embed_runner if engine else None)
         res["fid"] = fid_section(catalog, sim, real, fid_enc, groups=_groups, random_state=random_state)
     entries = []
-    for name in names:
-        enc = load_encoder(name, device=device, precision=precision)
+    for cand in cands:
+        enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
         entry = analyze_encoder(catalog, sim, real, enc, random_state=random_state)
+        entry.update(name=cand.label, encoder=cand.name)
         entry["skipped"] = catalog.embedding_skip_reasons(sim, enc.fingerprint) + catalog.embedding_skip_reasons(real, enc.fingerprint)
         entries.append(entry)
     _rank(entries)
@@ -295,7 +298,7 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str] |
     res.update(
         version=__version__,
         config={"sim": sim, "real": real, "encoders": names, "device": device, "batch_size": batch_size,
-                "precision": precision, "random_state": random_state,
+                "precision": precision, "random_state": random_state, **sweep_config(cands),
                 **({"inception_weights": inception_weights} if inception_weights is not None else {})},
         encoders=entries,
         findings=[f.to_dict() for f in findings],

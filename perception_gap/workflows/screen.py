@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from perception_gap.candidates import Candidate, as_candidates, sweep_config
 from perception_gap.catalog import Catalog
 from perception_gap.embed import default_encoders, embed_sets, load_encoder
 from perception_gap.errors import InputError, InsufficientData
@@ -28,7 +29,7 @@ Progress = Callable[[int, int], None]
 
 
 
-def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: list[str] | None = None,
+def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: list[str | Candidate] | None = None,
                baseline: str | None = None, device: str = "auto", batch_size: int | str = 32,
                workers: int | None = None, n_boot: int = 1000, random_state: int = 0,
                progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
@@ -49,7 +50,8 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
     check_sets(catalog, sims + [real], {**{s: "--sim" for s in sims}, real: "--real"})
     if baseline is not None and baseline not in sims:
         raise InputError(f"Expected `--fail-if-worse` to name one of the --sim sets ({', '.join(sims)}), got {baseline!r}.")
-    names = default_encoders() if encoder_names is None else encoder_names
+    cands = as_candidates(default_encoders() if encoder_names is None else encoder_names)
+    names = [c.name for c in cands]
     compute_stats(catalog, sims + [real], workers=workers, progress=progress)
     records = {n: load_set_records(catalog, n) for n in sims + [real]}
     roles = {**{s: "sim" for s in sims}, real: "real"}
@@ -71,16 +73,16 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
     view_inputs.append(("raw statistics", feats, keys, eps))
     encoders_info = []
     if names:
-        embed_sets(catalog, names, sims + [real], device=device, batch_size=batch_size, workers=2, progress=progress,
+        embed_sets(catalog, cands, sims + [real], device=device, batch_size=batch_size, workers=2, progress=progress,
                    precision=precision)
-        for name in names:
-            enc = load_encoder(name, device=device, precision=precision)
+        for cand in cands:
+            enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
             embs, k2, e2 = {}, {}, {}
             for n in sims + [real]:
                 meta, arr = catalog.load_embeddings(n, enc.fingerprint)
                 embs[n], k2[n], e2[n] = arr, [m["pair_key"] for m in meta], [m["episode"] for m in meta]
-            view_inputs.append((enc.name, embs, k2, e2))
-            encoders_info.append({"name": enc.name, "family": enc.family, "dim": enc.dim, "fingerprint": enc.fingerprint,
+            view_inputs.append((cand.label, embs, k2, e2))
+            encoders_info.append({"name": cand.label, "encoder": cand.name, "family": enc.family, "dim": enc.dim, "fingerprint": enc.fingerprint,
                                   "preprocessing": enc.preprocessing.to_dict()})
     # one set of cluster draws for every view: the union of every view's scenes
     all_keys = {n: sorted(set().union(*(set(v[2][n]) for v in view_inputs))) for n in sims + [real]}
@@ -113,7 +115,7 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
         "version": __version__,
         "config": {"kind": "screen", "sims": sims, "real": real, "encoders": names, "baseline": baseline,
                    "n_boot": n_boot, "random_state": random_state, "device": device,
-                   "precision": precision},
+                   "precision": precision, **sweep_config(cands)},
         "sets": sets,
         "stats": {n: summarize_set(r).to_dict() for n, r in records.items()},
         "encoders": encoders_info,
