@@ -75,6 +75,12 @@ def list_encoders() -> list[str]:
         return sorted(_REGISTRY)
 
 
+def list_forms() -> list[str]:
+    """How the names of each prefixed family look (`open_clip:ARCH:PRETRAINED`, ...), in registration order."""
+    with _LOCK:
+        return [form for _resolver, form in _PREFIXES.values()]
+
+
 def get_encoder(name: str, **kwargs: Any) -> Encoder:
     """Build the encoder called `name` (cheap: the model loads on first use).
 

@@ -319,3 +319,11 @@ def test_a_wrong_name_or_file_is_one_line_and_exit_2(releases, indexed, tmp_path
 def test_missing_file_is_weights_unavailable():
     with pytest.raises(WeightsUnavailableError, match="not found"):
         get_encoder("hrp:vit@/nonexistent/IN_hrp.pth")
+
+
+def test_encoders_lists_each_family_with_its_form(capsys):
+    assert cli.main(["encoders"]) == 0
+    out = capsys.readouterr().out
+    for form in ("r3m:resnet18|resnet34|resnet50@PATH", "vip:resnet50@PATH", "mcr:resnet50@PATH",
+                 "mvp:vits|vitb|vitl@PATH", "vc1:vitb|vitl@PATH", "hrp:resnet18|vit@PATH"):
+        assert f"\n  {form}\n" in out, out

@@ -22,8 +22,11 @@ def execute_encoders(args: argparse.Namespace) -> int:
             ms = f"{fmt(list(p.mean))} / {fmt(list(p.std))}"
             print(f"{i.name:<20} {i.family:<9} {i.dim:>5}  {p.size[0]}x{p.size[1]:<5} "
                   f"{p.interpolation + ' ' + p.resize_mode:<22} {ms:<34} {'yes' if i.weights_available else 'NO'}")
-        print("also: open_clip:ARCH:PRETRAINED (an open_clip tag cached locally, or a checkpoint path "
-              ".pt/.bin/.safetensors or local-dir:PATH)")
+        from perception_gap.encoders.registry import list_forms
+
+        print("also, by name (docs/encoders.md):")
+        for form in list_forms():
+            print(f"  {form}")
     return 0
 
 
