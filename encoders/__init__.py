@@ -21,12 +21,15 @@ from perception_gap.encoders.base import Encoder, EncoderInfo, file_sha256
 from perception_gap.encoders.efficientnet_lite import EfficientNetLiteEncoder  # noqa: E402
 from perception_gap.encoders.errors import EncoderError, UnsafeCheckpointError, WeightsUnavailableError
 from perception_gap.encoders.fid_inception import FIDInceptionEncoder  # noqa: E402
+from perception_gap.encoders.hf_adapter import HFEncoder  # noqa: E402, F401 - registers hf:
 from perception_gap.encoders.open_clip_adapter import OpenClipEncoder  # noqa: E402
 from perception_gap.encoders.pixel import PixelEncoder  # noqa: E402
 from perception_gap.encoders.preprocessing import Preprocessing, preprocess_images
 from perception_gap.encoders.registry import get_encoder, list_encoders, register_encoder, register_prefix
 from perception_gap.encoders.robot import RobotEncoder  # noqa: E402, F401 - registers r3m: vip: mcr: mvp: vc1: hrp:
 from perception_gap.encoders.throughput import ForwardThroughput, measure_forward  # noqa: E402
+from perception_gap.encoders.timm_adapter import TimmEncoder  # noqa: E402, F401 - registers timm:
+from perception_gap.encoders.torchvision_adapter import TorchvisionEncoder  # noqa: E402, F401 - registers torchvision:
 
 
 def describe_encoders() -> list[EncoderInfo]:
