@@ -431,3 +431,34 @@ def _embed_batches(catalog: Catalog, name: str, enc: Any, todo: list[tuple], bat
                 log.warning("could not store the batches embedded before the failure", exc_info=True)
             raise
     return embedded, skipped, changed
+
+
+def decode_frames(items: list[tuple]) -> dict[str, np.ndarray | str]:
+    """Decode frames as image encoders take them: {content hash: HxWx3 uint8, or why not (a string)}.
+
+    Args:
+        items: (content_hash, path, member, frame_index, container_hash) as the catalog lists
+            them (member None for a file); files are read from the bytes that hash to their
+            content hash, container frames in one verified sequential pass per container.
+    """
+    files = [i for i in items if len(i) < 3 or i[2] is None]
+    inside = sorted((i for i in items if len(i) > 2 and i[2] is not None), key=lambda i: (i[1], i[2], i[3]))
+    out: dict[str, np.ndarray | str] = {}
+
+    def one(item: tuple) -> tuple[str, np.ndarray | str]:
+        try:
+            a = _frame_to_uint8(item[1], item[0])
+        except FrameError as e:
+            return item[0], str(e)
+        except (ValueError, MemoryError, OSError) as e:
+            return item[0], f"cannot decode: {e}"
+        return item[0], a if a is not None else "changed since `index`"
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        out.update(pool.map(one, files))
+    if inside:
+        containers = _Containers(inside)
+        for item in inside:
+            h, a, err = containers.next_frame(item)
+            out[h] = a if a is not None else (err or "changed since `index`")
+    return out

@@ -163,6 +163,8 @@ def write_outputs(res: dict[str, Any], out_dir: str | Path | None, json_path: st
             from perception_gap.reports import render_report as render
         html = render(json.loads(text))  # from the JSON form: what the report may read
         files = [(Path(out_dir) / "report.html", html), (Path(out_dir) / "results.json", text)]  # renamed in this order
+        if isinstance(res.get("camera_model"), dict):  # the measured camera, for a renderer or an augmentation
+            files.append((Path(out_dir) / "camera_model.json", dumps(res["camera_model"])))
     write_files(files + ([(Path(json_path), text)] if json_path else []))
 
 

@@ -179,7 +179,9 @@ def test_run_names_an_appearance_gap(tmp_path):
     assert e["domain_auc"] > 0.9
     assert e["centroid_distance_norm"] > 2 * e["noise_floor"]
     gap = next(f for f in res["findings"] if f["code"] == "appearance_gap")
-    assert "light intensity" in gap["action"]
+    # the action names the camera factor the counterfactual measured, by its share, never depth
+    assert "exposure -" in gap["action"] and "closes" in gap["action"] and "depth" not in gap["action"]
+    assert gap["evidence"]["attribution"]["all"]["share"] > 0.8
 
 
 def test_paired_frames_without_episodes_keep_twins_in_one_fold(tmp_path):

@@ -115,3 +115,43 @@ class EmbeddingsMixin:
         return [{"path": p, "reason": r} for p, r in self.con.execute(
             "SELECT f.rgb_path, k.reason FROM frames f JOIN embedding_skips k ON k.content_hash = f.content_hash "
             "AND k.fingerprint = ? WHERE f.set_name = ? ORDER BY 1", [fingerprint, set_name]).fetchall()]
+
+    def embedded_frames(self, set_name: str, fingerprints: list[str]) -> list[dict[str, Any]]:
+        """Usable frames of a set embedded under every one of `fingerprints`, one row per content hash
+        (pair_key, episode, step, content_hash and where to decode it: rgb_path, container_path,
+        member, frame_index, container_hash), in episode and step order."""
+        rows = self.con.execute(
+            "SELECT f.pair_key, f.episode, f.step, f.content_hash, f.rgb_path, f.container_path, f.member, "
+            "f.frame_index, f.container_hash FROM frames f WHERE f.set_name = ? AND f.status = 'ok' "
+            "AND f.content_hash IS NOT NULL AND (SELECT count(DISTINCT e.fingerprint) FROM embeddings e "
+            "WHERE e.content_hash = f.content_hash AND e.fingerprint IN (SELECT unnest(?))) = ? "
+            "ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
+            [set_name, list(fingerprints), len(set(fingerprints))]).fetchall()
+        cols = ("pair_key", "episode", "step", "content_hash", "rgb_path", "container_path", "member",
+                "frame_index", "container_hash")
+        seen: set[str] = set()
+        out = []
+        for r in rows:
+            if r[3] not in seen:
+                seen.add(r[3])
+                out.append(dict(zip(cols, r)))
+        return out
+
+    def vectors_by_hash(self, fingerprint: str, hashes: list[str]) -> dict[str, Any]:
+        """{content hash: float32 vector} of the stored embeddings among `hashes` for one fingerprint
+        (frames' hashes, or the derived keys of counterfactual frames)."""
+        import numpy as np
+
+        if not hashes:
+            return {}
+        want = pa.table({"h": pa.array(list(dict.fromkeys(hashes)), pa.string())})  # noqa: F841 (read by name)
+        tbl = self.con.cursor().sql(
+            "SELECT content_hash, vector FROM embeddings WHERE fingerprint = $fp AND content_hash IN (SELECT h FROM want)",
+            params={"fp": fingerprint}).to_arrow_table()
+        if tbl.num_rows == 0:
+            return {}
+        vec = tbl.column("vector").combine_chunks()
+        dim = len(vec[0])
+        arr = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(tbl.num_rows, dim)
+        return dict(zip(tbl.column("content_hash").to_pylist(), arr))
+

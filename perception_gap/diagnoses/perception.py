@@ -19,13 +19,23 @@ FAR_FACTOR = 2.0
 # A closer encoder must not lose more probe R^2 than this to be recommended.
 PROBE_SLACK = 0.1
 
-# Which visual factor a raw-statistics finding points to, and the randomization it calls for.
+# Which visual factor a raw-statistics finding points to, and the randomization it calls for (RGB
+# factors only: every encoder reads the colour frame, so no depth, proprioception or action
+# finding can explain its gap).
 _FACTOR_ACTIONS = {
     "brightness": "light intensity / exposure",
     "white_balance": "colour temperature / white-balance gains",
     "resize_filter": "blur and resize-filter",
-    "depth_dropout": "a depth-noise and dropout model",
+    "sharpness": "camera blur",
+    "sensor_noise": "sensor noise",
+    "compression": "JPEG compression",
+    "vignetting": "lens vignetting",
 }
+# The camera factors together must close at least this share of an encoder's gap above its floor
+# (the lower end of the interval) for the `camera_model` finding.
+CAMERA_MODEL_SHARE = 0.2
+# A factor is named in an action when its cumulative step closes at least this share.
+NAMED_STEP = 0.05
 
 
 def _far(e: dict[str, Any]) -> bool | None:
@@ -86,7 +96,11 @@ def perception_findings(encoders: list[dict[str, Any]], stats_findings: list[Fin
         worst = min(usable, key=lambda e: e["centroid_distance_norm"])
         ev = {"encoders": {e["name"]: {"distance": e["centroid_distance_norm"], "noise_floor": e["noise_floor"]} for e in usable},
               "factors": [f.code for f in factors]}
-        if factors:
+        attr = _attribution_of(worst, usable)
+        if attr is not None:
+            ev["attribution"] = {"encoder": attr[0], "all": attr[1]["all"], "residual": attr[1]["residual"]}
+            action = _attribution_action(*attr)
+        elif factors:
             named = "; ".join(f"{f.code} ({f.title.rstrip('.')})" for f in factors)
             action = "Randomize " + ", ".join(_FACTOR_ACTIONS[f.code] for f in factors) + \
                      " in the simulator by at least the measured offsets: " + named + "."
@@ -100,6 +114,9 @@ def perception_findings(encoders: list[dict[str, Any]], stats_findings: list[Fin
                    f"({worst['noise_floor']:.3f}); the gap lives in the images"),
             evidence=ev, action=action,
             score=float(min(e["centroid_distance_norm"] / max(e["noise_floor"], 1e-9) for e in usable))))
+    cam = camera_model_finding(usable)
+    if cam is not None:
+        out.append(cam)
     # 3. CLIP thresholds, CLIP-family encoders only
     for e in usable:
         pc = e.get("paired_cosine") or {}
@@ -115,6 +132,82 @@ def perception_findings(encoders: list[dict[str, Any]], stats_findings: list[Fin
                 action=("Widen domain randomization (lighting, textures, camera) before training on these frames."
                         if band == "widen_randomization" else "Intervene on the largest appearance factor before training."),
                 score=float(pc["mean"])))
+    return out
+
+
+def _attribution_of(first: dict[str, Any], usable: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+    """(encoder name, attribution) with a clear gap, `first` preferred, then the ranking's order."""
+    for e in [first] + [u for u in usable if u is not first]:
+        a = e.get("attribution") or {}
+        if a.get("clear_gap") and a.get("factors"):
+            return e["name"], a
+    return None
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.0f}%"
+
+
+def _named_steps(a: dict[str, Any]) -> list[str]:
+    from perception_gap.camera.model import Factor, describe
+
+    steps = sorted(a["factors"], key=lambda f: -f["step"])
+    return [f"{describe(Factor(f['code'], f['params']))} closes {_pct(f['step'])} "
+            f"[{_pct(f['step_ci'][0])}, {_pct(f['step_ci'][1])}]" for f in steps if f["step"] >= NAMED_STEP]
+
+
+def _attribution_action(name: str, a: dict[str, Any]) -> str:
+    named = _named_steps(a)
+    al, res = a["all"], a["residual"]
+    head = ("Model the real camera in the sim (camera_model.json, `apply_camera_model`): " + "; ".join(named)
+            if named else "No single camera factor closes a clear share")
+    tail = (f"; together the camera factors close {_pct(al['share'])} [{_pct(al['ci'][0])}, {_pct(al['ci'][1])}] of "
+            f"{name}'s gap above its floor")
+    rest = (f". {_pct(res['share'])} remains: content, materials or lighting: compare the worst pairs and the gap "
+            "maps before widening randomization." if res["share"] >= CAMERA_MODEL_SHARE else ".")
+    return head + tail + rest
+
+
+def camera_model_finding(usable: list[dict[str, Any]]) -> Finding | None:
+    """`camera_model`: the fitted camera factors together close a clear share of an encoder's gap."""
+    found = [e for e in usable if (e.get("attribution") or {}).get("clear_gap") and e["attribution"].get("factors")
+             and e["attribution"]["all"]["ci"][0] >= CAMERA_MODEL_SHARE]
+    if not found:
+        return None
+    clear = [(e["name"], e["attribution"]) for e in found]
+    first = next((e for e in found if e.get("family") != "pixel"), found[0])  # the pixel reference only alone
+    name, a = first["name"], first["attribution"]
+    codes = [f["code"] for f in a["factors"]]
+    al = a["all"]
+    return Finding(
+        code="camera_model", severity="gap",
+        title=(f"Model the real camera in the sim: these {len(codes)} factors close {_pct(al['share'])} "
+               f"[{_pct(al['ci'][0])}, {_pct(al['ci'][1])}] of {name}'s gap above its floor ({', '.join(codes)})"),
+        evidence={"encoders": {n: {"all": x["all"], "residual": x["residual"],
+                                   "steps": {f["code"]: f["step"] for f in x["factors"]}} for n, x in clear},
+                  "factors": codes, "file": "camera_model.json", "n_pairs": a.get("n_pairs"), "basis": a.get("basis")},
+        action=(_attribution_action(name, a) + " Put the factors of camera_model.json into the renderer's output "
+                "or the training augmentation (`perception_gap.apply_camera_model`) and rerun."),
+        score=float(al["share"]))
+
+
+def with_residual(findings: list[Finding], encoders: list[dict[str, Any]]) -> list[Finding]:
+    """`unexplained_gap` stating the share of the gap the camera factors leave (when measured)."""
+    attr = next(((e["name"], e["attribution"]) for e in encoders
+                 if (e.get("attribution") or {}).get("clear_gap") and e["attribution"].get("residual")), None)
+    if attr is None:
+        return findings
+    name, a = attr
+    out = []
+    for f in findings:
+        if f.code == "unexplained_gap":
+            r = a["residual"]
+            f = Finding(f.code, f.severity,
+                        f"{f.title.rstrip('.')}; the measured camera factors leave {_pct(r['share'])} "
+                        f"[{_pct(r['ci'][0])}, {_pct(r['ci'][1])}] of {name}'s gap above its floor.",
+                        {**f.evidence, "residual_share": r["share"], "residual_ci": r["ci"], "residual_encoder": name},
+                        f.action, f.score)
+        out.append(f)
     return out
 
 

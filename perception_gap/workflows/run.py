@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 from perception_gap import probes
 from perception_gap.candidates import Candidate, as_candidates, sweep_config
 from perception_gap.catalog import Catalog
-from perception_gap.diagnoses.perception import insufficient_findings, perception_findings
+from perception_gap.diagnoses.perception import insufficient_findings, perception_findings, with_residual
 from perception_gap.embed import default_encoders, embed_sets, load_encoder
 from perception_gap.errors import InputError, InsufficientData
 from perception_gap.findings import Finding, order_findings
@@ -248,17 +248,32 @@ def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 
+def _attribute(catalog: Catalog, sim: str, real: str, res: dict[str, Any], entries: list[dict[str, Any]],
+               encs: list[Any], *, progress: Progress | None, random_state: int, batch_size: int | str) -> None:
+    """The camera stage: `res["camera_model"]` and each entry's `attribution` (None where not measured)."""
+    from perception_gap.workflows.camera import camera_stage
+
+    cam, attrs = camera_stage(catalog, sim, real, res["findings"], encs, progress=progress, random_state=random_state,
+                              batch_size=batch_size if isinstance(batch_size, int) else 32)
+    if cam is not None:
+        res["camera_model"] = cam
+    for e, enc in zip(entries, encs):
+        e["attribution"] = attrs.get(enc.name)
+
+
 def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | Candidate] | None = None,
             device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
             random_state: int = 0, progress: Progress | None = None, precision: str = "fp32",
-            engine: Any = None, inception_weights: str | None = None) -> dict[str, Any]:
+            engine: Any = None, inception_weights: str | None = None, attribution: bool = True) -> dict[str, Any]:
     """Statistics, embeddings, comparison, probes, ranking and findings: results.json.
 
     `engine`, when given, computes statistics and embeddings elsewhere: an object with
     `stats_runner` and `embed_runner` (the Ray engine, `perception_gap.engines.ray_engine`).
     `inception_weights`, a local FID Inception v3 state dict (pytorch-fid's), adds the `fid`
     section: FID and KID on its features (`perception_gap.workflows.fid`); the file is checked
-    before any work.
+    before any work. `attribution` (default on) fits the real camera on a sample of the frames and
+    measures what share of each encoder's gap its factors close (`perception_gap.workflows.camera`):
+    the `camera_model` section and each encoder's `attribution`.
     """
     cands = as_candidates(encoder_names or default_encoders())  # a candidate's label names its entry
     names = [c.name for c in cands]
@@ -277,17 +292,21 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | 
         embed_sets(catalog, [fid_enc.name], [sim, real], device=device, batch_size=batch_size, workers=2,
                    progress=progress, runner=engine.embed_runner if engine else None)
         res["fid"] = fid_section(catalog, sim, real, fid_enc, groups=_groups, random_state=random_state)
-    entries = []
+    entries, encs = [], []
     for cand in cands:
         enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
         entry = analyze_encoder(catalog, sim, real, enc, random_state=random_state)
         entry.update(name=cand.label, encoder=cand.name)
         entry["skipped"] = catalog.embedding_skip_reasons(sim, enc.fingerprint) + catalog.embedding_skip_reasons(real, enc.fingerprint)
         entries.append(entry)
+        encs.append(enc)
+    if attribution:
+        _attribute(catalog, sim, real, res, entries, encs, progress=progress, random_state=random_state,
+                   batch_size=batch_size)
     _rank(entries)
     entries.sort(key=lambda e: (e["rank"] is None, e["reference"], e["rank"] or 0, e["name"]))
-    stats_findings = [Finding(**{k: f[k] for k in ("code", "severity", "title", "evidence", "action", "score")})
-                      for f in res["findings"]]
+    stats_findings = with_residual([Finding(**{k: f[k] for k in ("code", "severity", "title", "evidence", "action",
+                                                                 "score")}) for f in res["findings"]], entries)
     det, det_findings = detection_results(catalog, sim, real, random_state=random_state)
     if det is not None:
         res["detection"] = det
@@ -298,7 +317,8 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | 
     res.update(
         version=__version__,
         config={"sim": sim, "real": real, "encoders": names, "device": device, "batch_size": batch_size,
-                "precision": precision, "random_state": random_state, **sweep_config(cands),
+                "precision": precision, "random_state": random_state, "attribution": attribution,
+                **sweep_config(cands),
                 **({"inception_weights": inception_weights} if inception_weights is not None else {})},
         encoders=entries,
         findings=[f.to_dict() for f in findings],
