@@ -158,6 +158,20 @@ def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _families(encoders: list[dict[str, Any]], raw: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each row's number (its point's number in a numbered scatter) and family colour; then per family,
+    in order of first appearance, its best row (the first in results order) and how many rows it has."""
+    colours = scatter.family_colours(raw)
+    out: dict[str, dict[str, Any]] = {}
+    for n, e in enumerate(encoders, 1):
+        fam = str(e.get("family") or "other")
+        e.update(n=n, family_colour=colours.get(fam, "#666666"))
+        if fam not in out:
+            out[fam] = {"family": fam, "colour": e["family_colour"], "best": e["name"], "rank": e["rank"], "count": 0}
+        out[fam]["count"] += 1
+    return list(out.values())
+
+
 def _stat_rows(stats: Mapping[str, Any], names: list[str]) -> list[tuple[str, list[str]]]:
     ss = [_d(stats.get(n)) for n in names]
     rows: list[tuple[str, list[str]]] = []
@@ -394,6 +408,7 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
     stats = _d(results.get("stats"))
     raw_enc = [_d(e) for e in _l(results.get("encoders"))]
     encoders = [_encoder(e) for e in raw_enc[: lim["encoders"]]]
+    families = _families(encoders, raw_enc)
     stat_names = [n for n in stats if isinstance(stats.get(n), Mapping)][: lim["sets"]]
     skipped_all = _skip_rows(sets)
     sim = cfg.get("sim") or next((n for n, r in sets.items() if _d(r).get("domain") == "sim"), None)
@@ -423,6 +438,7 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         "maps": maps_section(results.get("maps"), {"sim": sim, "real": real},
                              {"sim": colours.get(str(sim)), "real": colours.get(str(real))}) if lim["plots"] else None,
         "encoders": encoders, "encoders_more": max(0, len(raw_enc) - lim["encoders"]), "plot_encoders": plot_enc,
+        "families": families, "numbered": len(raw_enc) > scatter.NAMED_MAX,
         "fid": _fid(_d(results.get("fid"))),
         "extra_plots": extra_plots,
         "stats_sets": [{"name": n, "domain": _d(stats[n]).get("domain")} for n in stat_names],

@@ -173,32 +173,54 @@ def pair_strip(sim_path: str, real_path: str, max_side: int = 160) -> tuple[Mark
     return out[0], out[1], out[2], gain
 
 
+PCA_PANELS = 30  # encoders drawn in the PCA panels, family by family
+PCA_COLUMNS = 5
+
+
+def by_family(encoders: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Encoders grouped by their `family`, families in order of first appearance, each keeping the
+    order given (results order: best ranked first)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in encoders:
+        groups.setdefault(str(e.get("family") or "other"), []).append(e)
+    return list(groups.items())
+
+
 def pca_scatter(encoders: Sequence[dict[str, Any]], names: tuple[str, str],
                 colours: dict[str, str] | None = None) -> Markup | None:
     """2-D PCA scatter of sim vs real per encoder, from the points listed in results; each axis
-    states the share of variance its component explains when results hold it."""
-    encs = [e for e in encoders if isinstance(e.get("pca_2d"), dict)][:6]
+    states the share of variance its component explains when results hold it. Up to `PCA_PANELS`
+    panels, `PCA_COLUMNS` a row; with several families each family gets its own rows under its name."""
+    encs = [e for e in encoders if isinstance(e.get("pca_2d"), dict)][:PCA_PANELS]
     if not encs:
         return None
-    fig = _figure(3.2 * len(encs), 3.0)
-    for k, e in enumerate(encs):
-        ax = fig.add_subplot(1, len(encs), k + 1)
-        for j, (side, label) in enumerate((("sim", names[0]), ("real", names[1]))):
-            pts = [p for p in e["pca_2d"].get(side) or [] if isinstance(p, (list, tuple)) and len(p) == 2]
-            if pts:
-                xs, ys = zip(*pts)
-                ax.scatter(xs, ys, s=6, alpha=0.6, c=_colour(colours, label, 1 - j), label=_label(label, 20))
-        ev = e["pca_2d"].get("explained_variance") or []
-        for axis, i in ((ax.set_xlabel, 0), (ax.set_ylabel, 1)):
-            share = f" ({100 * ev[i]:.0f}% of variance)" if len(ev) > i and _ok(ev[i]) else ""
-            axis(f"PC{i + 1}{share}", fontsize=8)
-        ax.set_title(_label(e.get("name"), 28), fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        if k == 0:
-            legend_below(fig, ax)
+    groups = by_family(encs)
+    cols = min(PCA_COLUMNS, max(len(members) for _, members in groups))
+    rows = [math.ceil(len(members) / cols) for _, members in groups]
+    fig = _figure(3.0 * cols, 2.9 * sum(rows) + (0.3 * len(groups) if len(groups) > 1 else 0.0))
+    fig.set_layout_engine("constrained")
+    areas = [fig] if len(groups) == 1 else list(fig.subfigures(len(groups), 1, height_ratios=rows))
+    first = None
+    for area, (family, members), n_rows in zip(areas, groups, rows):
+        if len(groups) > 1:
+            area.suptitle(_label(f"{family} ({len(members)})", 40), fontsize=9, fontweight="bold", x=0.01, ha="left")
+        for k, e in enumerate(members):
+            ax = area.add_subplot(n_rows, cols, k + 1)
+            first = first or ax
+            for j, (side, label) in enumerate((("sim", names[0]), ("real", names[1]))):
+                pts = [p for p in e["pca_2d"].get(side) or [] if isinstance(p, (list, tuple)) and len(p) == 2]
+                if pts:
+                    xs, ys = zip(*pts)
+                    ax.scatter(xs, ys, s=6, alpha=0.6, c=_colour(colours, label, 1 - j), label=_label(label, 20))
+            ev = e["pca_2d"].get("explained_variance") or []
+            for axis, i in ((ax.set_xlabel, 0), (ax.set_ylabel, 1)):
+                share = f" ({100 * ev[i]:.0f}% of variance)" if len(ev) > i and _ok(ev[i]) else ""
+                axis(f"PC{i + 1}{share}", fontsize=8)
+            ax.set_title(_label(e.get("name"), 28), fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+    legend_below(fig, first)
     fig.suptitle("2-D PCA of the standardized embeddings (subsampled), sim vs real", fontsize=10)
-    fig.tight_layout()
     return _png(fig)
 
 
