@@ -135,3 +135,14 @@ def test_a_wrong_name_or_file_is_one_line_and_exit_2(weights, indexed, tmp_path,
 def test_a_file_of_another_architecture_names_the_unexpected_keys(weights):
     with pytest.raises(EncoderError, match=r"unexpected keys \(first: blocks\.0\.attn"):
         get_encoder(f"timm:resnet10t@{weights['test_vit']}")
+
+
+def test_a_layout_timms_checkpoint_filter_maps_is_taken(weights, tmp_path):
+    """open_clip keeps timm towers under `visual.trunk.`: the keys differ from the model's, timm's
+    filter for the ViT maps them, and the features are those of the same weights."""
+    state = timm.models.load_state_dict(weights["test_vit"])
+    save_file({f"visual.trunk.{k}": v for k, v in state.items()}, str(tmp_path / "trunk.safetensors"))
+    enc = get_encoder(f"timm:test_vit@{tmp_path / 'trunk.safetensors'}")
+    batch = enc.preprocess(_frames(2, (40, 40)))
+    np.testing.assert_allclose(enc.encode(batch), get_encoder(f"timm:test_vit@{weights['test_vit']}").encode(batch),
+                               rtol=0, atol=1e-6)
