@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from jinja2 import Environment
 from markupsafe import Markup
 
-from perception_gap.reports import evidence, plots, safe_text, scatter
+from perception_gap.reports import attribution, evidence, plots, safe_text, scatter
 from perception_gap.reports.decisions import drift_rule, outcome, screen_verdict, screen_word
 from perception_gap.reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, r2, signed
 from perception_gap.reports.maps import maps_section
@@ -440,6 +440,7 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         "encoders": encoders, "encoders_more": max(0, len(raw_enc) - lim["encoders"]), "plot_encoders": plot_enc,
         "families": families, "numbered": len(raw_enc) > scatter.NAMED_MAX,
         "fid": _fid(_d(results.get("fid"))),
+        "attribution": attribution.section(results, max_encoders=lim["encoders"], max_pairs=max_thumbs, plots=lim["plots"]),
         "extra_plots": extra_plots,
         "stats_sets": [{"name": n, "domain": _d(stats[n]).get("domain")} for n in stat_names],
         "stats_rows": _stat_rows(stats, stat_names) if stat_names else [],

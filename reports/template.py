@@ -37,6 +37,7 @@ nav a{margin-right:1em}.wide{overflow-x:auto}#gates td:first-child{overflow-wrap
 /* key-value tables stay inside their box: any long word wraps, and borders are drawn inside the table (collapsed ones put half the outer border outside it) */
 table.evidence,table.kv{max-width:100%;border-collapse:separate;border-spacing:0;border-top:1px solid #ddd;border-left:1px solid #ddd}
 table.evidence th,table.evidence td,table.kv th,table.kv td{border-width:0 1px 1px 0;overflow-wrap:anywhere}
+.attr-row{display:flex;flex-wrap:wrap;align-items:flex-start;gap:.4em 1.5em}.attr-row figure{margin:.2em 0;max-width:100%;overflow-x:auto}.attr-encoder>summary{margin:.6em 0 .2em}
 .maps-row{display:flex;flex-wrap:wrap;align-items:flex-start;gap:.4em 1.2em}.maps-row figure{margin:.3em 0;font-size:.8em;max-width:300px}.maps-key svg{vertical-align:middle}.see-maps{margin:.3em 0}
 </style>
 </head>
@@ -45,7 +46,7 @@ table.evidence th,table.evidence td,table.kv th,table.kv td{border-width:0 1px 1
 {% elif kind == "drift" %}<h1>Drift check: <span class="mono">{{ drift.current }}</span> against baseline <span class="mono">{{ drift.baseline }}</span></h1>
 {% else %}<h1>Sim-to-real gap: <span class="mono">{{ sim }}</span> vs <span class="mono">{{ real }}</span></h1>{% endif %}
 <p class="muted">perception-gap {{ version }}{% if run_id is not none %} &middot; run {{ run_id }}{% endif %}</p>
-<nav class="muted">{% if screen %}<a href="#screen">Screening</a>{% endif %}{% if drift %}<a href="#drift">Gates</a>{% endif %}<a href="#findings">Findings</a>{% if kind == "run" %}<a href="#encoders">Encoders</a>{% endif %}{% if maps %}<a href="#maps">Maps</a>{% endif %}<a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a></nav>
+<nav class="muted">{% if screen %}<a href="#screen">Screening</a>{% endif %}{% if drift %}<a href="#drift">Gates</a>{% endif %}<a href="#findings">Findings</a>{% if kind == "run" %}<a href="#encoders">Encoders</a>{% endif %}{% if attribution %}<a href="#attribution">What closes the gap</a>{% endif %}{% if maps %}<a href="#maps">Maps</a>{% endif %}<a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a></nav>
 
 <section id="verdict">
 {% if verdict %}
@@ -156,6 +157,7 @@ table.evidence th,table.evidence td,table.kv th,table.kv td{border-width:0 1px 1
 {% else %}<p>No encoder results.</p>{% endif %}
 </section>
 {% endif %}
+{% if attribution %}{{ attribution }}{% endif %}
 {# the ranking comes before the gap maps, so it is on the first screens of a run report #}
 {% if maps %}{{ maps }}{% endif %}
 
