@@ -27,15 +27,18 @@ from perception_gap.version import __version__
 _API = ("COMMANDS", "open_catalog", "index_folder", "index_manifest", "index_video", "index_lerobot", "index_hdf5",
         "index_rosbag", "attach_coco", "attach_masks", "list_sets", "rename_set", "drop_set", "stats",
         "list_encoders", "embed_sets", "run", "screen", "drift", "drift_history", "run_demo", "rollouts", "rank_fidelity",
-        "latency", "policy_check", "replay", "reprojection", "load_results", "write_outputs")
+        "latency", "policy_check", "replay", "reprojection", "load_results", "write_outputs", "camera_model",
+        "apply_camera_model", "load_camera_model")
 
 __all__ = ["__version__", *_API]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily below
     from perception_gap.api import (  # noqa: F401
         COMMANDS,
+        apply_camera_model,
         attach_coco,
         attach_masks,
+        camera_model,
         drift,
         drift_history,
         drop_set,
@@ -49,6 +52,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
         latency,
         list_encoders,
         list_sets,
+        load_camera_model,
         load_results,
         open_catalog,
         policy_check,

@@ -38,6 +38,7 @@ from perception_gap.api_sources import (
     list_sets,
     rename_set,
 )
+from perception_gap.camera.model import CameraModel, apply_camera_model, load_camera_model
 from perception_gap.catalog import DEFAULT_DB, Catalog
 from perception_gap.embed import EmbedReport
 from perception_gap.errors import InputError
@@ -54,12 +55,14 @@ Progress = Callable[[int, int], None]
 COMMANDS = {"index": "index_folder", "stats": "stats", "encoders": "list_encoders", "embed": "embed_sets", "run": "run",
             "screen": "screen", "drift": "drift", "rollouts": "rollouts", "rank-fidelity": "rank_fidelity",
             "latency": "latency", "sets": "list_sets", "drop": "drop_set", "rename": "rename_set", "demo": "run_demo",
-            "policy-check": "policy_check", "replay": "replay", "reprojection": "reprojection"}
+            "policy-check": "policy_check", "replay": "replay", "reprojection": "reprojection",
+            "camera-model": "camera_model"}
 
 __all__ = ["COMMANDS", "open_catalog", "index_folder", "index_manifest", "index_video", "index_lerobot", "index_hdf5",
            "index_rosbag", "attach_coco", "attach_masks", "list_sets", "rename_set", "drop_set", "stats",
            "list_encoders", "embed_sets", "run", "screen", "drift", "drift_history", "run_demo", "rollouts", "rank_fidelity",
-           "latency", "policy_check", "replay", "reprojection", "load_results", "write_outputs"]
+           "latency", "policy_check", "replay", "reprojection", "load_results", "write_outputs",
+           "camera_model", "apply_camera_model", "load_camera_model"]
 
 
 def open_catalog(path: PathLike = DEFAULT_DB, *, read_only: bool = False, wait: float = 0.0) -> Catalog:
@@ -229,7 +232,7 @@ def embed_sets(catalog: Catalog, encoders: list[str], sets: list[str] | None = N
 def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = None, out: PathLike | None = None,
         device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
         progress: Progress | None = None, precision: str = "fp32",
-        inception_weights: PathLike | None = None) -> dict[str, Any]:
+        inception_weights: PathLike | None = None, attribution: bool = True) -> dict[str, Any]:
     """The whole analysis of `sim` against `real`: statistics, embeddings, gap metrics, probes, ranking, findings.
 
     Args:
@@ -245,6 +248,9 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
         precision: `fp32`, `fp16` (CUDA) or `bf16`.
         inception_weights: a local FID Inception v3 state dict (pytorch-fid's file): adds `res["fid"]`,
             the FID and KID of the reference implementations.
+        attribution: fit the real camera (`res["camera_model"]`, written as camera_model.json with
+            `out`) and measure the share of each encoder's gap its factors close
+            (`encoders[i]["attribution"]`).
 
     Returns:
         The results.json structure: `sets`, `findings`, `encoders`, `detection` (when boxes exist), ...
@@ -261,10 +267,50 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
 
     res = run_job(catalog, sim, real, encoder_names=encoders, device=device, batch_size=batch_size,
                   workers=workers, progress=progress, precision=precision,
-                  inception_weights=None if inception_weights is None else str(inception_weights))
+                  inception_weights=None if inception_weights is None else str(inception_weights),
+                  attribution=attribution)
     if out is not None:
         write_outputs(res, out)
     return res
+
+
+def camera_model(catalog: Catalog, sim: str, real: str, *, out: PathLike | None = None, workers: int | None = None,
+                 random_state: int = 0, progress: Progress | None = None) -> CameraModel:
+    """The real camera measured against the sim: the factors that turn sim frames into real-looking ones.
+
+    Fitted from the raw statistics' findings and a sample of at most 256 pairs (or frames a side
+    when the sets share no pair keys); no encoder runs (docs/camera-model.md).
+
+    Args:
+        catalog: an open, writable catalog (the statistics are cached in it).
+        sim: the sim set's name.
+        real: the real set's name.
+        out: when given, write `camera_model.json` into this folder.
+        workers: processes for the statistics (default: all cores).
+        random_state: the sample, the tiles and the bootstrap draws.
+        progress: called as progress(done, total) by the statistics.
+
+    Returns:
+        CameraModel: `factors` (code, params, ci, method, bug), `to_dict()`, `save(path)`; apply it
+        with `apply_camera_model(frame, model)`.
+
+    Examples:
+        >>> import perception_gap as pg
+        >>> from perception_gap.examples import example_catalog
+        >>> with pg.open_catalog(example_catalog()) as cat:
+        ...     model = pg.camera_model(cat, "sim", "real", workers=1)
+        >>> model.codes()[0]
+        'channel_swap'
+    """
+    from perception_gap.workflows.camera import CAMERA_MODEL_FILE, camera_model_job
+
+    model, _ = camera_model_job(catalog, sim, real, workers=workers, random_state=random_state, progress=progress)
+    if out is not None:
+        from perception_gap.outputs import check_outputs, dumps, write_files
+
+        check_outputs(out)
+        write_files([(Path(out) / CAMERA_MODEL_FILE, dumps(model.to_dict()))])
+    return model
 
 
 def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] | None = None,

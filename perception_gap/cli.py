@@ -135,6 +135,16 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", help="write the results (sets, stats, pairs, findings) to this JSON file")
     st.set_defaults(func=_command("stats"))
 
+    cm = sub.add_parser("camera-model", parents=[common], help="measure the real camera against the sim: camera_model.json",
+                        description="Fit the real camera's factors (exposure, white balance, tone curve, vignetting, "
+                                    "blur, sensor noise, JPEG, and the pipeline fixes the diagnoses call for) from a "
+                                    "sim set and a real set, and write them as camera_model.json for a renderer or "
+                                    "an augmentation (perception_gap.apply_camera_model).")
+    cm.add_argument("--sim", required=True, help="sim set name")
+    cm.add_argument("--real", required=True, help="real set name")
+    cm.add_argument("--out", required=True, help="output folder (camera_model.json)")
+    cm.set_defaults(func=_command("camera_model"))
+
     en = sub.add_parser("encoders", parents=[common], help="list encoders: width, preprocessing, weights available",
                         description="List registered encoders with their width, preprocessing and whether weights are available.")
     en.add_argument("--json", help="also write the list to this JSON file")
@@ -162,6 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--out", required=True, help="output folder (results.json, report.html)")
     rn.add_argument("--json", help="also write results.json to this file")
     _model_options(rn, "where the models run")
+    rn.add_argument("--no-attribution", dest="attribution", action="store_false",
+                    help="skip the camera model and the counterfactual attribution of each encoder's gap")
     rn.add_argument("--rollouts", metavar="FILE", help="also include the rollouts section of this log (see `rollouts`)")
     rn.add_argument("--inception-weights", metavar="FILE",
                     help="a local FID Inception v3 state dict (pytorch-fid's pt_inception-2015-12-05-6726825d.pth): "

@@ -269,15 +269,15 @@ def apply_camera_model(frame: np.ndarray, model: CameraModel | dict[str, Any] | 
         model = CameraModel.from_dict(model)
     v, dtype, alpha = _as_float(frame)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    by = {f.code: f for f in model.factors}
+    if alpha is not None:  # moved with the frame, values untouched
+        alpha = _geometric(alpha[..., 0], by, depth=True)[..., None]
     out = _back(apply_factors(v, model, gen), dtype, alpha)
-    if alpha is not None and out.shape[:2] != alpha.shape[:2]:
-        raise InputError("Cannot carry an alpha channel through a model that changes the frame size.")
     if depth is None:
         return out
     d = np.asarray(depth)
     if d.shape[:2] != np.asarray(frame).shape[:2]:
         raise InputError(f"Expected `depth` of the frame's size {np.asarray(frame).shape[:2]}, got {d.shape[:2]}.")
-    by = {f.code: f for f in model.factors}
     return out, _geometric(d.copy(), by, depth=True)
 
 

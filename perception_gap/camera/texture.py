@@ -64,12 +64,17 @@ def _ci(samples: np.ndarray, estimate: float) -> list[float]:
 
 @dataclass
 class _Tiles:
-    """Tiles (with context) of the photometrically matched sim frames and their real counterparts."""
+    """Tiles (with context) of the photometrically matched sim frames and their real counterparts,
+    stacked: every candidate is synthesized for all tiles at once."""
 
-    sim: list[np.ndarray]          # (TILE + 2 MARGIN)^2 x 3 regions of linear light, not clipped
-    real: list[np.ndarray | None]  # TILE^2 x 3 tiles (None for unpaired sim tiles)
-    units: np.ndarray
-    noise: list[np.ndarray]        # fixed standard normal fields, TILE^2 x 3
+    sim: np.ndarray             # (n, TILE + 2 MARGIN, TILE + 2 MARGIN, 3) linear light, not clipped
+    real: np.ndarray | None     # (n, TILE, TILE, 3) sRGB (paired), else None
+    units: np.ndarray           # (n,) resampling unit of each tile's frame
+    noise: np.ndarray           # (n, TILE, TILE, 3) fixed standard normal fields
+    ref: np.ndarray | None = None  # (n, TILE, TILE, 3) the sim tiles encoded: the reference signal
+
+    def __len__(self) -> int:
+        return len(self.sim)
 
 
 def _luma(v: np.ndarray) -> np.ndarray:
@@ -107,21 +112,24 @@ def _pick_tiles(s: np.ndarray, r: np.ndarray | None, limit: int) -> list[tuple[i
 def _tiles(sim: list[np.ndarray], real: list[np.ndarray] | None, units: np.ndarray, rng: np.random.Generator) -> _Tiles:
     """Tiles of linear-light sim frames (`sim`, not clipped) and of the real frames (sRGB)."""
     order = rng.permutation(len(sim))[:MAX_FRAMES]
-    t = _Tiles([], [], np.zeros(0, np.int64), [])
-    us: list[int] = []
+    regions, reals, us = [], [], []
     for i in order:
         lin = sim[i]
         r = real[i] if real is not None else None
         if r is not None and r.shape != lin.shape:
             continue
         for y, x in _pick_tiles(ops.linear_to_srgb(lin), r, TILES_PER_FRAME):
-            t.sim.append(lin[y - MARGIN:y + TILE + MARGIN, x - MARGIN:x + TILE + MARGIN])
-            t.real.append(r[y:y + TILE, x:x + TILE] if r is not None else None)
-            t.noise.append(rng.standard_normal((TILE, TILE, 3), dtype=np.float32))
+            regions.append(lin[y - MARGIN:y + TILE + MARGIN, x - MARGIN:x + TILE + MARGIN])
+            if r is not None:
+                reals.append(r[y:y + TILE, x:x + TILE])
             us.append(int(units[i]))
-        if len(t.sim) >= MAX_TILES:
+        if len(regions) >= MAX_TILES:
             break
-    t.units = np.array(us, np.int64)
+    side = TILE + 2 * MARGIN
+    sim_arr = np.stack(regions).astype(np.float32) if regions else np.zeros((0, side, side, 3), np.float32)
+    t = _Tiles(sim_arr, np.stack(reals) if reals else None, np.array(us, np.int64),
+               rng.standard_normal((len(regions), TILE, TILE, 3), dtype=np.float32))
+    t.ref = ops.linear_to_srgb(sim_arr[:, MARGIN:MARGIN + TILE, MARGIN:MARGIN + TILE])
     return t
 
 
@@ -129,43 +137,76 @@ _WIN = np.outer(np.hanning(TILE), np.hanning(TILE)).astype(np.float32)
 _FR = np.hypot(*np.meshgrid(np.fft.fftfreq(TILE), np.fft.rfftfreq(TILE), indexing="ij"))
 _BAND = np.digitize(_FR, BANDS) - 1  # -1 below the first band, len(BANDS)-1 at/above Nyquist
 _NB = len(BANDS) - 1
+# (bins, bands) indicator: band sums of a stack of spectra in one product
+_BANDS_OF = np.zeros((_FR.size, _NB))
+_k = (_BAND.ravel() >= 0) & (_BAND.ravel() < _NB)
+_BANDS_OF[np.flatnonzero(_k), _BAND.ravel()[_k]] = 1.0
+_NORM = float((_WIN ** 2).sum()) * _BANDS_OF.sum(0)
 
 
 def _spec(v: np.ndarray) -> np.ndarray:
+    """(n, TILE, TILE, 3) -> (n, bins) windowed luma spectra."""
     y = _luma(v)
-    return np.fft.rfft2((y - y.mean()) * _WIN)
+    y = (y - y.mean(axis=(1, 2), keepdims=True)) * _WIN
+    return np.fft.rfft2(y, axes=(1, 2)).reshape(len(v), -1)
 
 
-def _bandsum(z: np.ndarray) -> np.ndarray:
-    k = (_BAND >= 0) & (_BAND < _NB)
-    return np.bincount(_BAND[k], weights=z[k], minlength=_NB)
+def _jpeg_stack(x: np.ndarray, jpeg: JpegInfo) -> np.ndarray:
+    """JPEG of each tile, encoded as one mosaic (tiles are 16-aligned: blocks never straddle two)."""
+    n = len(x)
+    cols = int(math.ceil(math.sqrt(n)))
+    rows = int(math.ceil(n / cols))
+    mosaic = np.zeros((rows * TILE, cols * TILE, 3), np.float32)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        mosaic[r * TILE:(r + 1) * TILE, c * TILE:(c + 1) * TILE] = x[i]
+    back = ops.jpeg(mosaic, int(round(jpeg.real_quality or 95)), jpeg.subsampling)
+    return np.stack([back[(i // cols) * TILE:(i // cols + 1) * TILE, (i % cols) * TILE:(i % cols + 1) * TILE]
+                     for i in range(n)])
 
 
-_NORM = float((_WIN ** 2).sum()) * np.bincount(_BAND[(_BAND >= 0) & (_BAND < _NB)], minlength=_NB)
+class _Blurred:
+    """The tiles blurred at one sigma and encoded (kept while the noise level is searched)."""
+
+    def __init__(self, t: _Tiles) -> None:
+        self.t = t
+        self._cache: dict[float, np.ndarray] = {}
+
+    def at(self, sigma: float) -> np.ndarray:
+        key = round(float(sigma), 6)
+        if key not in self._cache:
+            if len(self._cache) > 4:
+                self._cache.clear()
+            x = self.t.sim
+            if sigma > 0:
+                from scipy.ndimage import gaussian_filter
+
+                x = gaussian_filter(x, sigma=(0, sigma, sigma, 0), mode="mirror", truncate=3.5)
+            self._cache[key] = ops.linear_to_srgb(x[:, MARGIN:MARGIN + TILE, MARGIN:MARGIN + TILE])
+        return self._cache[key]
 
 
-def _synth(region: np.ndarray, z: np.ndarray, sigma: float, noise_mid: float, shot_frac: float,
-           jpeg: JpegInfo | None) -> np.ndarray:
-    x = ops.linear_to_srgb(ops.gaussian_blur(region, sigma)[MARGIN:MARGIN + TILE, MARGIN:MARGIN + TILE])
+def _synth(base: np.ndarray, z: np.ndarray, noise_mid: float, shot_frac: float, jpeg: JpegInfo | None) -> np.ndarray:
+    """Blurred encoded tiles -> with noise, quantized, through the real files' JPEG."""
+    x = base
     if noise_mid > 0:
         read2, shot = noise_mid ** 2 * (1 - shot_frac), noise_mid ** 2 * shot_frac / 127.5
         x = x + z * np.sqrt(read2 + shot * np.clip(x, 0, 1) * 255.0) * ops.LEVEL
     x = np.clip(x, 0.0, 1.0)
     if jpeg is not None and jpeg.real_quality is not None:
-        return ops.jpeg(x, int(round(jpeg.real_quality)), jpeg.subsampling)
+        return _jpeg_stack(x, jpeg)
     return np.rint(x * 255.0) * ops.LEVEL
 
 
-def _tile_stats(t: _Tiles, outs: list[np.ndarray], paired: bool) -> np.ndarray:
-    """(n_tiles, 3, bands): paired (P_ss, P_xs, P_xx) per band; unpaired (P_xx, 0, 0)."""
+def _tile_stats(t: _Tiles, outs: np.ndarray, paired: bool) -> np.ndarray:
+    """(n_tiles, 3, bands): paired (P_ss, P_xs, P_xx) per band; unpaired (0, 0, P_xx)."""
     st = np.zeros((len(outs), 3, _NB))
-    for i, x in enumerate(outs):
-        X = _spec(x)
-        if paired:
-            S = _spec(ops.linear_to_srgb(t.sim[i][MARGIN:MARGIN + TILE, MARGIN:MARGIN + TILE]))
-            st[i, 0] = _bandsum(np.abs(S) ** 2)
-            st[i, 1] = _bandsum((X * np.conj(S)).real)
-        st[i, 2] = _bandsum(np.abs(X) ** 2)
+    X = _spec(outs)
+    if paired:
+        S = _spec(t.ref)
+        st[:, 0] = (np.abs(S) ** 2) @ _BANDS_OF
+        st[:, 1] = (X * np.conj(S)).real @ _BANDS_OF
+    st[:, 2] = (np.abs(X) ** 2) @ _BANDS_OF
     return st
 
 
@@ -213,10 +254,10 @@ class _Search:
         self.t, self.paired, self.jpeg = t, paired, jpeg
         self.real_stats = real_stats  # per real tile (paired: aligned with t; unpaired: the real tiles)
         self.hr, self.nr = _summ(real_stats, paired=paired)
+        self.blurred = _Blurred(t)
 
     def stats(self, sigma: float, noise: float, shot: float) -> np.ndarray:
-        outs = [_synth(r, z, sigma, noise, shot, self.jpeg) for r, z in zip(self.t.sim, self.t.noise)]
-        return _tile_stats(self.t, outs, self.paired)
+        return _tile_stats(self.t, _synth(self.blurred.at(sigma), self.t.noise, noise, shot, self.jpeg), self.paired)
 
     def blur_curve(self, noise: float, shot: float) -> np.ndarray:
         return np.stack([self.stats(s, noise, shot) for s in SIGMA_GRID])
@@ -231,6 +272,7 @@ class _Search:
         else:
             hr, nr = _summ(self.real_stats, w_real, False)
         summ = [_summ(st, w_sim, self.paired) for st in curve]
+        bw = None
         if which == "noise":
             # bands weigh by how much the noise moves them: compression noise fills the upper bands
             # whatever the sensor noise, and would only add its own scatter there
@@ -242,17 +284,14 @@ class _Search:
         return _argmin(SIGMA_GRID if which == "blur" else NOISE_GRID, np.array(losses))
 
 
-def _shot_fraction(t: _Tiles, sigma: float, jpeg: JpegInfo | None) -> float:
+def _shot_fraction(search: _Search, sigma: float) -> float:
     """Share of the noise variance at mid grey that grows with the signal (shot noise), from the
     residual variance of real tiles against the noiseless synthesis, by level."""
-    lv, rv = [], []
-    for reg, r in zip(t.sim, t.real):
-        if r is None:
-            continue
-        x0 = _synth(reg, np.zeros((TILE, TILE, 3), np.float32), sigma, 0.0, 0.0, jpeg)
-        e = (r - x0).reshape(-1, 3)
-        lv.append(x0.reshape(-1, 3))
-        rv.append(e)
+    t = search.t
+    if t.real is None:
+        return 0.0
+    x0 = _synth(search.blurred.at(sigma), t.noise, 0.0, 0.0, search.jpeg)
+    lv, rv = [x0.reshape(-1, 3)], [(t.real - x0).reshape(-1, 3)]
     if not lv:
         return 0.0
     lvl, res = np.concatenate(lv).ravel(), np.concatenate(rv).ravel()
@@ -284,23 +323,24 @@ def texture_fit(sim: list[np.ndarray], real: list[np.ndarray], units_s: np.ndarr
                       {}, "the real files' JPEG quantization tables and chroma sampling")
     use_jpeg = jpeg if comp is not None else None
     t = _tiles(sim, real if paired else None, units_s, rng)
-    if paired and len(t.sim) < 8:
+    if paired and len(t) < 8:
         paired = False  # too few tiles where the pairs agree: compare the sets' spectra instead
-        left.append({"code": "sharpness", "reason": "few tiles where sim and real pairs line up: blur and noise read from the sets' spectra"})
         t = _tiles(sim, None, units_s, rng)
-    info: dict[str, Any] = {"tiles": len(t.sim), "basis": "pairs" if paired else "sets"}
-    if len(t.sim) < 4:
-        left.append({"code": "sharpness", "reason": "too few textured tiles to measure blur and noise"})
+        if len(t) >= 4:
+            left.append({"code": "sharpness", "reason": "few tiles where sim and real pairs line up: blur and noise "
+                                                        "read from the sets' spectra"})
+    info: dict[str, Any] = {"tiles": len(t), "basis": "pairs" if paired else "sets"}
+    if len(t) < 4:
+        left.append({"code": "sharpness", "reason": f"too few textured {TILE} x {TILE} tiles to measure blur and noise"})
         return ([comp] if comp else []), left, info
     if paired:
-        real_stats = _tile_stats(t, [r for r in t.real], True)
+        real_stats = _tile_stats(t, t.real, True)
         rt_units = t.units
     else:
         tr = _tiles(real, None, units_r, rng)
-        if len(tr.sim) < 4:
+        if len(tr) < 4:
             return ([comp] if comp else []), left, info
-        real_stats = _tile_stats(tr, [ops.linear_to_srgb(reg[MARGIN:MARGIN + TILE, MARGIN:MARGIN + TILE])
-                                      for reg in tr.sim], False)
+        real_stats = _tile_stats(tr, tr.ref, False)
         rt_units = tr.units
     search = _Search(t, real_stats, paired, use_jpeg)
     noise, shot, sigma = 0.0, 0.0, 0.0
@@ -309,7 +349,7 @@ def texture_fit(sim: list[np.ndarray], real: list[np.ndarray], units_s: np.ndarr
         bc = search.blur_curve(noise, shot)
         sigma = search.pick(bc, "blur")
         if rnd == 0 and paired:
-            shot = _shot_fraction(t, sigma, use_jpeg)
+            shot = _shot_fraction(search, sigma)
         nc = search.noise_curve(sigma, shot)
         noise = search.pick(nc, "noise")
     # intervals: the tiles resampled (by the unit of their frame), the last curves re-read

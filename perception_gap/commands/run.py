@@ -69,7 +69,8 @@ def execute(args: argparse.Namespace) -> int:
             res = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
                           batch_size=args.batch_size, workers=args.workers, progress=progress,
                           precision=args.precision, engine=eng,
-                          inception_weights=getattr(args, "inception_weights", None))
+                          inception_weights=getattr(args, "inception_weights", None),
+                          attribution=getattr(args, "attribution", True))
         finally:
             close()
     if args.rollouts:
