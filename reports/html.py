@@ -27,18 +27,14 @@ from perception_gap.wording import gate_word, skip_groups
 logger = logging.getLogger(__name__)
 
 MAX_BYTES = 5 * 1024 * 1024
-COCO_NAMES = ("AP", "AP50", "AP75", "APsmall", "APmedium", "APlarge",
-              "AR1", "AR10", "AR100", "ARsmall", "ARmedium", "ARlarge")
+COCO_NAMES = ("AP", "AP50", "AP75", "APsmall", "APmedium", "APlarge", "AR1", "AR10", "AR100", "ARsmall", "ARmedium", "ARlarge")
 SEVERITIES = ("bug", "gap", "info")
 
 # Caps per level: the first level is tried, tighter ones only if the document is too large.
 _LEVELS = (
-    dict(text=600, findings=100, evidence=40, encoders=60, skipped=200, categories=80, examples=10,
-         sets=12, plots=True),
-    dict(text=160, findings=30, evidence=15, encoders=20, skipped=50, categories=30, examples=5,
-         sets=6, plots=True),
-    dict(text=80, findings=10, evidence=8, encoders=10, skipped=20, categories=10, examples=3,
-         sets=4, plots=False),
+    dict(text=600, findings=100, evidence=40, encoders=60, skipped=200, categories=80, examples=10, sets=12, plots=True),
+    dict(text=160, findings=30, evidence=15, encoders=20, skipped=50, categories=30, examples=5, sets=6, plots=True),
+    dict(text=80, findings=10, evidence=8, encoders=10, skipped=20, categories=10, examples=3, sets=4, plots=False),
 )
 
 

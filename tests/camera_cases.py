@@ -49,6 +49,24 @@ def dead_leaves(seed: int, size: tuple[int, int] = (240, 180), n: int = 400) -> 
     return np.clip(np.rint(img * 255), 0, 255).astype(np.uint8)
 
 
+def tabletop(seed: int, size: tuple[int, int] = (192, 144), base: int = 0) -> np.ndarray:
+    """A robot camera's frame: one dead-leaves scene (`base`) seen with a few pixels of jitter, with
+    four objects (discs and boxes of random colour) placed anew in each frame."""
+    rng = np.random.default_rng([base, seed])
+    w, h = size
+    canvas = dead_leaves(base, (w + 24, h + 24), n=300)
+    dx, dy = rng.integers(0, 24, 2)
+    img = canvas[dy:dy + h, dx:dx + w].copy()
+    yy, xx = np.mgrid[0:h, 0:w]
+    for _ in range(4):
+        cx, cy, r = rng.uniform(0, w), rng.uniform(0, h), rng.uniform(8, 22)
+        col = rng.integers(20, 235, 3)
+        shape = (np.abs(xx - cx) <= r) & (np.abs(yy - cy) <= r * 0.7) if rng.random() < 0.5 else \
+            (xx - cx) ** 2 + (yy - cy) ** 2 <= r * r
+        img[shape] = col
+    return img
+
+
 def voc_photos(shared: Path, n: int) -> list[np.ndarray]:
     paths = sorted((shared / "detection_voc100" / "images").glob("*.jpg"))[:n]
     return [np.asarray(Image.open(p).convert("RGB")) for p in paths]

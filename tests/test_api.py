@@ -101,7 +101,7 @@ def test_contract_additions_name_options_and_codes_the_engine_has():
         assert f'"{code}"' in source, code
 
 
-API_MODULES = ("perception_gap.api", "perception_gap.api_sources", "perception_gap.api_checks")
+API_MODULES = ("perception_gap.api", "perception_gap.api_sources", "perception_gap.api_checks", "perception_gap.api_camera")
 
 
 def test_the_api_examples_run_as_written(tmp_path, monkeypatch):

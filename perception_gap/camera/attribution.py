@@ -44,6 +44,7 @@ N_BOOT = 200
 CI_LEVEL = 0.95
 MIN_EPISODES = 5
 N_COMPONENTS = 32
+CLEAR_GAP = 0.5
 OPS_VERSION = 1  # part of every counterfactual's cache key: bump when an operator changes
 
 Progress = Callable[[int, int], None]
@@ -181,24 +182,52 @@ def floor_draws(r: Ruler, z_real: np.ndarray, half_a: np.ndarray, half_b: np.nda
     return r.dist(_weighted_mean(z_real, wa), _weighted_mean(z_real, wb))
 
 
+def paired_floor(r: Ruler, d: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The floor of a paired comparison under each draw: the distance the pairs' own scatter gives
+    by chance, i.e. the standard error of the mean paired difference per component, read with the
+    ruler. Both sides show the same scenes, so the real-vs-real floor of two halves (different
+    scenes) does not apply; with no difference at all it is 0."""
+    span = np.where(r.hi > r.lo, r.hi - r.lo, 1.0)
+    tot = np.maximum(w.sum(1, keepdims=True), 1e-12)
+    mean = (w @ d) / tot
+    var = np.maximum((w @ (d * d)) / tot - mean * mean, 0.0)
+    se = np.sqrt(var / np.maximum(tot, 1.0)) / span
+    return np.sqrt((se * se).sum(1)) / math.sqrt(max(r.k, 1))
+
+
 def shares(r: Ruler, z_sim: np.ndarray, z_real: np.ndarray, z_vars: list[np.ndarray], ws: np.ndarray,
-           wr: np.ndarray, floor: np.ndarray) -> dict[str, Any]:
-    """Distance of the sim rows and of each variant's rows to the real rows, under each draw (ws,
-    wr), and the shares of the gap above `floor` each variant closes."""
+           wr: np.ndarray, floor: np.ndarray | None) -> dict[str, Any]:
+    """Each side's gap above its floor under each draw (ws for sim rows, wr for real rows), and the
+    share of the sim's gap each variant closes.
+
+    Unpaired (`floor` given, the real-vs-real floor): gap = D - floor, as the engine's headline.
+    Paired (`floor` None; z_sim[i] pairs with z_real[i], ws is wr): the floor is the pairs' own
+    chance scatter (`paired_floor`), removed in quadrature, gap = sqrt(max(D^2 - floor^2, 0)): noise
+    adds to a distance in quadrature, and each variant is read against its own scatter.
+    """
     mr = _weighted_mean(z_real, wr)
-    d0 = r.dist(_weighted_mean(z_sim, ws), mr)
-    dv = [r.dist(_weighted_mean(zv, ws), mr) for zv in z_vars]
-    gap = d0 - floor
+
+    def gap(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        d = r.dist(_weighted_mean(z, ws), mr)
+        if floor is not None:
+            return d, floor, d - floor
+        f = paired_floor(r, z - z_real, ws)
+        return d, f, np.sqrt(np.maximum(d * d - f * f, 0.0))
+
+    d0, f0, g0 = gap(z_sim)
+    gv = [gap(zv)[2] for zv in z_vars]
     with np.errstate(divide="ignore", invalid="ignore"):
-        sh = [np.where(gap > 1e-9, (d0 - d) / gap, np.nan) for d in dv]
-    return {"d0": d0, "floor": floor, "gap": gap, "dv": dv, "shares": sh}
+        sh = [np.where(g0 > 1e-9, (g0 - g) / g0, np.nan) for g in gv]
+    return {"d0": d0, "floor": f0, "gap": g0, "dv": gv, "shares": sh}
 
 
 def attribution_entry(model: CameraModel, vs: list[Variant], res: dict[str, Any], *, n_pairs: int, m: int,
                       paired: bool) -> dict[str, Any]:
     """The `encoders[i].attribution` record (docs/contract-additions.md) from `shares`' output."""
     d0, floor, gap = res["d0"], res["floor"], res["gap"]
-    clear = bool(gap[0] > 0 and _ci(gap)[0] > 0)
+    # shares divide by the gap: it must be known to within a factor of two (its interval's lower
+    # end at least half the estimate), or every share would read its noise
+    clear = bool(gap[0] > 0 and _ci(gap)[0] >= CLEAR_GAP * gap[0])
     base = {"n_pairs": n_pairs,
             "n_counterfactual": m, "n_variants": len(vs), "basis": "pairs" if paired else "sets",
             "metric": "normalized centroid distance in the sample's fixed PCA frame",
@@ -232,7 +261,8 @@ def attribution_entry(model: CameraModel, vs: list[Variant], res: dict[str, Any]
         all_, residual = {"share": 0.0, "ci": [0.0, 0.0]}, {"share": 1.0, "ci": [1.0, 1.0]}
     else:
         all_, residual = {"share": 0.0, "ci": [0.0, 0.0]}, {"share": 0.0, "ci": [0.0, 0.0]}
-    note = None if clear else "no gap above the noise floor in the sample: nothing to attribute"
+    note = None if clear else ("no gap clearly above the noise floor in the sample (its interval's lower end under "
+                               "half the estimate): nothing to attribute")
     return {**base, "factors": factors, "all": all_, "residual": residual, "note": note}
 
 
@@ -319,15 +349,18 @@ def _one(enc: Any, model: CameraModel, vs: list[Variant], keys: list[str], sampl
     m = len(cf)
     z_vars = [r.z(np.array([have[derived_hash(h, k)] for h in cf])) for k in keys]
     rng = np.random.default_rng(random_state)
-    half_a, half_b, _, _ = noise_floor_halves(len(er), sample.episodes_real)
-    w_all = draws(_units(sample.episodes_real, len(er)), rng)
-    floor = floor_draws(r, zr, half_a, half_b, w_all)
     if m == 0:
         zero = np.zeros(N_BOOT + 1)
-        res = {"d0": zero, "floor": floor, "gap": zero - floor, "dv": [], "shares": []}
+        res = {"d0": zero, "floor": zero, "gap": zero, "dv": [], "shares": []}
     elif sample.paired:  # each counterfactual frame against its own real partner, same draws
         ws = draws(_units(sample.episodes_sim[:m], m), rng)
-        res = shares(r, zs[:m], zr[:m], z_vars, ws, ws, floor)
+        res = shares(r, zs[:m], zr[:m], z_vars, ws, ws, None)
     else:
+        half_a, half_b, _, _ = noise_floor_halves(len(er), sample.episodes_real)
+        w_all = draws(_units(sample.episodes_real, len(er)), rng)
+        # the halves' distance, scaled to the sizes compared (m sim frames against every real one):
+        # sampling noise in a centroid distance goes as sqrt(1/n_a + 1/n_b)
+        scale = math.sqrt((1 / m + 1 / len(er)) / (1 / len(half_a) + 1 / len(half_b)))
+        floor = scale * floor_draws(r, zr, half_a, half_b, w_all)
         res = shares(r, zs[:m], zr, z_vars, draws(_units(sample.episodes_sim[:m], m), rng), w_all, floor)
     return attribution_entry(model, vs, res, n_pairs=n, m=m, paired=sample.paired)
