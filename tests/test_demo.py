@@ -250,3 +250,13 @@ def test_default_demo_probes_read_the_expert_action(tmp_path):
     assert lite2["ranking_basis"] == "gap and probe" and lite2["rank"] == 1
     html = (out / "report.html").read_text()
     assert "gap above noise floor" in html and "separable but close" in html
+    # the demo's real side is its own frames through a camera: the fitted model names that camera,
+    # it closes the gap, and the verdict's action names RGB factors only (every encoder reads RGB)
+    fitted = {f["code"]: f["params"] for f in res["camera_model"]["factors"]}
+    assert set(fitted) >= {"brightness", "white_balance", "vignetting", "compression"}, fitted
+    assert fitted["compression"]["quality"] == 90 and fitted["brightness"]["stops"] == pytest.approx(0.06, abs=0.02)
+    a = lite2["attribution"]
+    assert a["clear_gap"] and a["all"]["share"] >= 0.8, a["all"]
+    gap = next(f for f in res["findings"] if f["code"] == "appearance_gap")
+    assert " closes " in gap["action"] and "depth" not in gap["action"].lower()
+    assert "What closes the gap" in html
