@@ -16,6 +16,14 @@ timed), then measures in one run:
     python bench/bench_embed.py               # N=512, efficientnet-lite0, batch 32 (~3-4 min)
     python bench/bench_embed.py --n 512 --encoder efficientnet-lite0 --batch-size 16
 
+With `--families`, instead one row per encoder family (FAMILIES below: each family's name form and
+how to get weights for it here, random weights saved in the family's own layout where none ship):
+the stage's frames/s against a bare batched forward of the same model in the same process, their
+ratio, PASS at >= 0.9x. A new family joins the table with one line in FAMILIES.
+
+    python bench/bench_embed.py --families                    # every family, N=96, 3 repeats
+    python bench/bench_embed.py --families pixel,open_clip --n 256
+
 A report, not a test: exits 0 whatever the figures, printing PASS/FAIL against the targets
 (end-to-end >= 0.9x bare forward; warm >= 50x faster than cold; peak memory flat in N).
 """
@@ -28,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -48,21 +57,25 @@ def _index(folder: Path, db: Path) -> int:
         return index_folder(cat, folder, "bench", "real").usable
 
 
-def bare_forward(encoder: str, paths: list[Path], batch: int) -> float:
-    """Images/s of encode() alone on tensors decoded and preprocessed beforehand."""
+def bare_forward(encoder: str, paths: list[Path], batch: int, *, with_decode: bool = False) -> "float | tuple[float, float]":
+    """Images/s of encode() alone on tensors decoded and preprocessed beforehand (and, with
+    `with_decode`, images/s of that decode + preprocess in one thread, for reading the stage's limit)."""
     import numpy as np
     from PIL import Image
 
     from perception_gap import encoders
 
     enc = encoders.get_encoder(encoder, device="cpu").load()
+    t0 = time.perf_counter()
     arrays = [np.asarray(Image.open(p).convert("RGB")) for p in paths]
     tensors = [enc.preprocess(arrays[i : i + batch]) for i in range(0, len(arrays), batch)]
+    decode = len(paths) / (time.perf_counter() - t0)
     enc.encode(tensors[0])  # warm-up (allocator, kernels), as the stage's first batch also pays
     t0 = time.perf_counter()
     for t in tensors:
         enc.encode(t)
-    return len(paths) / (time.perf_counter() - t0)
+    rate = len(paths) / (time.perf_counter() - t0)
+    return (rate, decode) if with_decode else rate
 
 
 def cold_stage(encoder: str, db: Path, batch: int) -> tuple[float, float]:
@@ -88,6 +101,146 @@ def cold_stage(encoder: str, db: Path, batch: int) -> tuple[float, float]:
     return rep.embedded / dt, load_s
 
 
+def _open_clip_vit_b32(folder: Path) -> str:
+    """open_clip ViT-B-32 with random weights, saved as open_clip saves a model folder (local-dir)."""
+    import json
+
+    import open_clip
+    import torch
+    from safetensors.torch import save_file
+
+    d = folder / "open_clip_vit_b32"
+    if not (d / "open_clip_model.safetensors").exists():
+        d.mkdir(parents=True, exist_ok=True)
+        torch.manual_seed(0)
+        model = open_clip.create_model("ViT-B-32", pretrained=None)
+        cfg = {"model_cfg": open_clip.get_model_config("ViT-B-32"),
+               "preprocess_cfg": {"mean": list(open_clip.OPENAI_DATASET_MEAN), "std": list(open_clip.OPENAI_DATASET_STD)}}
+        (d / "open_clip_config.json").write_text(json.dumps(cfg))
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(d / "open_clip_model.safetensors"))
+    return f"open_clip:ViT-B-32:local-dir:{d}"
+
+
+def _fid_inception(folder: Path) -> str:
+    """pytorch-fid's Inception v3 layout with random weights (`run --inception-weights`)."""
+    import torch
+
+    from perception_gap.encoders.fid_inception import build_fid_inception
+
+    path = folder / "fid_inception_random.pth"
+    if not path.exists():
+        torch.manual_seed(0)
+        torch.save(build_fid_inception().state_dict(), path)
+    return f"fid-inception:{path}"
+
+
+def _timm_resnet50(folder: Path) -> str:
+    """timm resnet50 with random weights in a safetensors file (what `timm:NAME@PATH` reads)."""
+    import timm
+    from safetensors.torch import save_file
+
+    path = folder / "timm_resnet50.safetensors"
+    if not path.exists():
+        save_file(timm.create_model("resnet50", pretrained=False).state_dict(), str(path))
+    return f"timm:resnet50@{path}"
+
+
+def _torchvision_resnet50(folder: Path) -> str:
+    """torchvision resnet50 with random weights as a state dict file (`torchvision:NAME@PATH`)."""
+    import torch
+    import torchvision
+
+    path = folder / "torchvision_resnet50.pth"
+    if not path.exists():
+        torch.save(torchvision.models.resnet50(weights=None).state_dict(), path)
+    return f"torchvision:resnet50@{path}"
+
+
+def _hf_dinov2_small(folder: Path) -> str:
+    """A DINOv2-small-sized transformers model (random weights) in a model folder with its processor config."""
+    import json
+
+    import transformers
+
+    d = folder / "hf_dinov2_small"
+    if not (d / "config.json").exists():
+        transformers.Dinov2Model(transformers.Dinov2Config(hidden_size=384, num_hidden_layers=12, num_attention_heads=6,
+                                                           intermediate_size=1536, patch_size=14,
+                                                           image_size=518)).save_pretrained(d)
+        (d / "preprocessor_config.json").write_text(json.dumps({
+            "image_processor_type": "BitImageProcessor", "do_resize": True, "size": {"shortest_edge": 256},
+            "resample": 3, "do_center_crop": True, "crop_size": {"height": 224, "width": 224}, "do_rescale": True,
+            "rescale_factor": 1 / 255, "do_normalize": True, "image_mean": [0.485, 0.456, 0.406],
+            "image_std": [0.229, 0.224, 0.225]}))
+    return f"hf:{d}#cls"
+
+
+def _r3m_resnet50(folder: Path) -> str:
+    """R3M's release layout ({"r3m": DataParallel state dict, the ResNet under module.convnet}), random weights."""
+    import torch
+    import torchvision
+
+    path = folder / "model_r3m50.pt"
+    if not path.exists():
+        sd = torchvision.models.resnet50(weights=None).state_dict()
+        torch.save({"r3m": {f"module.convnet.{k}": v for k, v in sd.items() if not k.startswith("fc.")}}, path)
+    return f"r3m:resnet50@{path}"
+
+
+# family -> the encoder name it is measured by (a callable builds weights in a scratch folder first).
+# One line per family: the row of a family whose name does not resolve here says why and is skipped.
+FAMILIES: dict[str, "str | Callable[[Path], str]"] = {
+    "pixel": "pixel",
+    "efficientnet-lite": "efficientnet-lite0",
+    "open_clip": _open_clip_vit_b32,
+    "fid-inception": _fid_inception,
+    "timm": _timm_resnet50,
+    "torchvision": _torchvision_resnet50,
+    "hf": _hf_dinov2_small,
+    "r3m": _r3m_resnet50,
+}
+
+
+def family_rows(families: list[str], n: int, batch: int, folder: Path, repeat: int = 3) -> list[str]:
+    """One line per family: stage vs bare forward frames/s on the same N frames. Each repeat times
+    the bare forward, then the stage on a fresh catalog, back to back, so both see the same load
+    from other processes; the figures are medians over repeats, the ratio the median of each
+    repeat's ratio."""
+    import statistics
+
+    from bench_stats import make_frames
+
+    from perception_gap import encoders
+
+    files = make_frames(folder / "frames", n, "jpg")
+    rows = []
+    for fam in families:
+        spec = FAMILIES[fam]
+        try:
+            name = spec if isinstance(spec, str) else spec(folder)
+            encoders.get_encoder(name, device="cpu")
+        except Exception as e:  # noqa: BLE001 (a family not usable here: say why, measure the rest)
+            rows.append(f"{fam:<18} skipped: {str(e).splitlines()[0][:100]}")
+            print(rows[-1], flush=True)
+            continue
+        bare, stage, ratios, decode = [], [], [], 0.0
+        for r in range(repeat):
+            b, decode = bare_forward(name, files, batch, with_decode=True)
+            db = folder / f"{fam}-{r}.duckdb"
+            _index(folder / "frames", db)
+            st, load_s = cold_stage(name, db, batch)
+            bare.append(b)
+            stage.append(st)
+            ratios.append(st / b)
+        ratio = statistics.median(ratios)
+        shown = name.replace(str(folder), "…")  # scratch weights: the form, not the temporary path
+        rows.append(f"{fam:<18} {shown[:44]:<44} stage {statistics.median(stage):7.1f}  bare forward "
+                    f"{statistics.median(bare):7.1f}  decode+preprocess (1 thread) {decode:6.1f} frames/s  ratio "
+                    f"{ratio:.2f} ({min(ratios):.2f}-{max(ratios):.2f}) {'PASS' if ratio >= TARGET_E2E else 'FAIL'}")
+        print(rows[-1], flush=True)
+    return rows
+
+
 def cli_embed(encoder: str, db: Path, batch: int) -> tuple[float, int]:
     """(seconds, peak RSS KiB) of a whole `perception-gap embed` command in a subprocess."""
     t0 = time.perf_counter()
@@ -106,9 +259,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=512, help="frames (default 512; the warm rerun costs a constant ~0.3 s, the cold run grows with N)")
     ap.add_argument("--encoder", default="efficientnet-lite0")
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--repeat", type=int, default=3, help="with --families: repeats per family (default 3)")
+    ap.add_argument("--families", nargs="?", const=",".join(FAMILIES), default=None,
+                    help=f"one row per family instead (comma-separated; default all: {', '.join(FAMILIES)}); N=96 "
+                         "unless --n is given")
     args = ap.parse_args(argv)
     import torch
     from bench_stats import describe_sources, make_frames
+
+    if args.families is not None:
+        fams = [f for f in args.families.split(",") if f]
+        unknown = [f for f in fams if f not in FAMILIES]
+        if unknown:
+            ap.error(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
+        n = args.n if "--n" in (argv if argv is not None else sys.argv) else 96
+        print(f"bench_embed --families: {n} JPEG 640x480 from {describe_sources()}, batch {args.batch_size}, "
+              f"torch {torch.__version__} with {torch.get_num_threads()} threads, {args.repeat} repeats; stage = "
+              f"embed_sets with the model preloaded, bare = encode() on pre-decoded, pre-processed tensors", flush=True)
+        with tempfile.TemporaryDirectory(prefix="pg_bench_families_") as tmp:
+            rows = family_rows(fams, n, args.batch_size, Path(tmp), args.repeat)
+        print()
+        for line in rows:
+            print(line)
+        return 0
 
     print(f"bench_embed: {args.n} JPEG 640x480 from {describe_sources()}; encoder {args.encoder}, "
           f"batch {args.batch_size}, torch {torch.__version__} with {torch.get_num_threads()} threads", flush=True)

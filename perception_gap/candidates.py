@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from perception_gap.encoders.base import PRECISIONS
 from perception_gap.errors import InputError
 
-PRECISIONS = ("fp32", "fp16", "bf16")
 KEYS = ("name", "label", "batch_size", "precision")
 MAX_BATCH_SIZE = 65_536
 MAX_FILE_BYTES = 1 << 20  # a candidates file lists encoders; anything larger is not one

@@ -136,7 +136,7 @@ def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
                         str(e.get("family") or "other"), n))
     if not pts:
         return None
-    numbered = len(pts) > NAMED_MAX
+    numbered = len(encoders) > NAMED_MAX  # as the ranking table decides to show the numbers
     colours = family_colours([{"family": p[4]} for p in pts])
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(pts):
