@@ -38,7 +38,7 @@ from perception_gap.camera import ops
 from perception_gap.camera.model import CameraModel, apply_factors
 
 MAX_PAIRS = 256
-BUDGET = 1.0  # variants' embeddings against the sample's own; decoding and fitting take the rest of 1.5x
+BUDGET = 0.8  # variants' embeddings against the sample's own; decoding, fitting and transforming take the rest of 1.5x
 MIN_COUNTERFACTUAL = 24
 N_BOOT = 200
 CI_LEVEL = 0.95

@@ -24,6 +24,7 @@ from perception_gap.catalog import Catalog
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 CAMERA_MODEL_FILE = "camera_model.json"
+MIN_FRAMES = 4  # per side: the fit needs 3 pairs, the floor two real frames a half
 
 
 def _item(r: dict[str, Any]) -> tuple:
@@ -125,12 +126,13 @@ def fit_from_sample(catalog: Catalog, sim: str, real: str, smp: Sample, items: d
 def camera_stage(catalog: Catalog, sim: str, real: str, findings: list[dict[str, Any]], encoders: list[Any], *,
                  progress: Progress | None = None, random_state: int = 0, batch_size: int = 32
                  ) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
-    """(the `camera_model` section, {encoder name: attribution}); (None, {}) when the sample is too small."""
+    """(the `camera_model` section, {encoder name: attribution}); (None, {}) when the sample is too small
+    (under `MIN_FRAMES` a side)."""
     if not encoders:
         return None, {}
     t0 = time.perf_counter()
     smp, items, _ = sample(catalog, sim, real, [e.fingerprint for e in encoders], random_state=random_state)
-    if min(len(smp.sim_hashes), len(smp.real_hashes)) < 8:
+    if min(len(smp.sim_hashes), len(smp.real_hashes)) < MIN_FRAMES:
         return None, {}
     model, frames, skips = fit_from_sample(catalog, sim, real, smp, items, findings, random_state)
     t1 = time.perf_counter()
