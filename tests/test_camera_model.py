@@ -149,3 +149,20 @@ def test_unpaired_fit_reads_set_level_gains():
     assert by["brightness"]["stops"] == pytest.approx(-0.6, rel=0.2)
     assert by["white_balance"]["r_gain"] == pytest.approx(0.85, rel=0.05)
     assert by["white_balance"]["b_gain"] == pytest.approx(1.2, rel=0.05)
+
+
+@pytest.mark.parametrize("length,angle,direction", [(6.0, 0.0, "horizontal"), (4.0, 90.0, "vertical")])
+def test_a_line_blur_is_fitted_where_motion_blur_fired(length, angle, direction):
+    m = CameraModel((Factor("motion_blur", {"length_px": length, "angle_deg": angle}),
+                     Factor("sensor_noise", {"read_levels": 2.0, "shot_levels2": 0.0})))
+    sim = [C.tabletop(s, (192, 144)) for s in range(12)]
+    real = [pg.apply_camera_model(f, m, rng=s) for s, f in enumerate(sim)]
+    fired = [{"code": "motion_blur", "severity": "gap", "evidence": {"blurred_side": "real", "direction": direction}}]
+    by = {f.code: f.params for f in fit_camera_model(sim, real, paired=True, findings=fired).factors}
+    assert by["motion_blur"]["angle_deg"] == angle
+    assert by["motion_blur"]["length_px"] == pytest.approx(length, rel=0.2)
+    assert by["sensor_noise"]["mid_grey_levels"] == pytest.approx(2.0, rel=0.2)
+    # the sim side blurred: no camera factor takes blur away; said, not modelled
+    back = fit_camera_model(real, sim, paired=True, findings=[{**fired[0], "evidence": {"blurred_side": "sim",
+                                                                                         "direction": direction}}])
+    assert "motion_blur" not in back.codes() and back.not_modelled[0]["code"] == "motion_blur"

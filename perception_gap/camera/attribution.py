@@ -271,7 +271,8 @@ class Sample:
     """The frames attribution reads: sampled pairs (or frames per side) with their embeddings' keys.
 
     sim_hashes/real_hashes: content hashes in sample order (paired: sim_hashes[i] pairs with
-    real_hashes[i]); episodes per side; frames: decoded uint8 sim frames of the first `m`.
+    real_hashes[i]); episodes per side; max_pairs: the cap the sample was drawn under (`MAX_PAIRS`,
+    lower for large frames).
     """
 
     sim_hashes: list[str]
@@ -279,6 +280,7 @@ class Sample:
     episodes_sim: list[Any]
     episodes_real: list[Any]
     paired: bool
+    max_pairs: int = MAX_PAIRS
 
 
 def attribute(encoders: list[Any], model: CameraModel, sample: Sample, sim_frames: dict[str, np.ndarray], *,

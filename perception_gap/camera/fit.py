@@ -35,6 +35,7 @@ MIN_EPISODES = 5
 # Smallest effects kept in a model (each also needs an interval that excludes no change).
 MIN_EFFECT = {"brightness": 0.04, "white_balance": 0.02, "tone_curve": 0.04, "vignetting": 0.05}
 BLOCKS = 24                   # light: about this many blocks across the shorter side
+TEXTURE_BYTES = 512 * 2**20   # blur and noise: the float32 frames (both sides) they read at most
 LIN_LO, LIN_HI = 0.004, 0.85  # light: blocks used where both sides lie in this linear range
 
 
@@ -261,6 +262,18 @@ def light_sets(sim: Iterable[np.ndarray], real: Iterable[np.ndarray], units_s: n
 
 # ---- the whole fit ------------------------------------------------------------------------------
 
+def _motion(findings: list[dict[str, Any]]) -> tuple[float | None, list[dict[str, str]]]:
+    """The line blur's angle when `motion_blur` found the real side blurred one way (0 = horizontal)."""
+    ev = next((f.get("evidence") or {} for f in findings if f.get("code") == "motion_blur"
+               and f.get("severity") in ("bug", "gap")), None)
+    if ev is None:
+        return None, []
+    if ev.get("blurred_side") == "sim":
+        return None, [{"code": "motion_blur", "reason": "the sim frames carry a line blur the real camera lacks: "
+                                                        "render without it (no camera factor removes blur)"}]
+    return (0.0 if ev.get("direction") == "horizontal" else 90.0), []
+
+
 def _float(f: np.ndarray) -> np.ndarray:
     return f.astype(np.float32) * ops.LEVEL if f.dtype == np.uint8 else f.astype(np.float32)
 
@@ -316,17 +329,21 @@ def fit_camera_model(sim: list[np.ndarray], real: list[np.ndarray], *, paired: b
         units_s, units_r = _units(episodes_sim, len(sim)), _units(episodes_real, len(real))
         light = light_sets((fixed(i) for i in keep), (_float(r) for r in real), units_s, units_r, findings, rng)
     lit = {f.code: f for f in light}
-    # blur and noise read at most MAX_FRAMES frames: only those are carried in linear light
-    pick = sorted(rng.permutation(len(keep))[:MAX_FRAMES].tolist())
+    # blur and noise read at most MAX_FRAMES frames (fewer when large: TEXTURE_BYTES of linear light)
+    h, w = sim[keep[0]].shape[:2] if keep else (1, 1)
+    n_tex = int(max(4, min(MAX_FRAMES, TEXTURE_BYTES // max(1, 2 * 12 * h * w))))
+    pick = sorted(rng.permutation(len(keep))[:n_tex].tolist())
     s_l = [light_linear(fixed(keep[j]), lit) for j in pick]
     if paired:
         r_l = [_float(real[keep[j]]) for j in pick]
         u_r = units_s[pick]
     else:
-        pr = sorted(rng.permutation(len(real))[:MAX_FRAMES].tolist())
+        pr = sorted(rng.permutation(len(real))[:n_tex].tolist())
         r_l = [ops.srgb_to_linear(_float(real[j])) for j in pr]
         u_r = units_r[pr]
-    tex, left2, _info = texture_fit(s_l, r_l, units_s[pick], u_r, paired and len(s_l) >= 3, jpeg, rng)
+    angle, left_m = _motion(findings)
+    tex, left2, _info = texture_fit(s_l, r_l, units_s[pick], u_r, paired and len(s_l) >= 3, jpeg, rng, angle)
+    left2 = left_m + left2
     factors = sorted(fixes + light + tex, key=lambda f: URGENCY.index(f.code))
     factors = [Factor(f.code, f.params, f.ci, f.method, f.code in BUGS) for f in factors]
     return CameraModel(tuple(factors), basis, len(keep) if paired else min(len(sim), len(real)),

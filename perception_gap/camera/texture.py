@@ -142,6 +142,13 @@ _BANDS_OF = np.zeros((_FR.size, _NB))
 _k = (_BAND.ravel() >= 0) & (_BAND.ravel() < _NB)
 _BANDS_OF[np.flatnonzero(_k), _BAND.ravel()[_k]] = 1.0
 _NORM = float((_WIN ** 2).sum()) * _BANDS_OF.sum(0)
+# the same bands split by orientation (|fx| >= |fy|, then the rest): a line blur lowers one half only
+_FX = np.abs(np.meshgrid(np.fft.fftfreq(TILE), np.fft.rfftfreq(TILE), indexing="ij")[1]).ravel()
+_FY = np.abs(np.meshgrid(np.fft.fftfreq(TILE), np.fft.rfftfreq(TILE), indexing="ij")[0]).ravel()
+_BANDS_DIR = np.hstack([_BANDS_OF * (_FX >= _FY)[:, None], _BANDS_OF * (_FX < _FY)[:, None]])
+_NORM_DIR = float((_WIN ** 2).sum()) * np.maximum(_BANDS_DIR.sum(0), 1.0)
+LENGTH_GRID = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 15.0])
+MIN_LENGTH = 2.0  # px: a shorter line blur is not kept in a model
 
 
 def _spec(v: np.ndarray) -> np.ndarray:
@@ -172,8 +179,8 @@ class _Blurred:
         self.t = t
         self._cache: dict[float, np.ndarray] = {}
 
-    def at(self, sigma: float) -> np.ndarray:
-        key = round(float(sigma), 6)
+    def at(self, sigma: float, length: float = 1.0, angle: float = 0.0) -> np.ndarray:
+        key = (round(float(sigma), 6), round(float(length), 6))
         if key not in self._cache:
             if len(self._cache) > 4:
                 self._cache.clear()
@@ -182,6 +189,10 @@ class _Blurred:
                 from scipy.ndimage import gaussian_filter
 
                 x = gaussian_filter(x, sigma=(0, sigma, sigma, 0), mode="mirror", truncate=3.5)
+            if length > 1:
+                from scipy.ndimage import convolve
+
+                x = convolve(x, ops.motion_kernel(length, angle)[None, :, :, None], mode="mirror")
             self._cache[key] = ops.linear_to_srgb(x[:, MARGIN:MARGIN + TILE, MARGIN:MARGIN + TILE])
         return self._cache[key]
 
@@ -198,15 +209,15 @@ def _synth(base: np.ndarray, z: np.ndarray, noise_mid: float, shot_frac: float, 
     return np.rint(x * 255.0) * ops.LEVEL
 
 
-def _tile_stats(t: _Tiles, outs: np.ndarray, paired: bool) -> np.ndarray:
+def _tile_stats(t: _Tiles, outs: np.ndarray, paired: bool, bands: np.ndarray = _BANDS_OF) -> np.ndarray:
     """(n_tiles, 3, bands): paired (P_ss, P_xs, P_xx) per band; unpaired (0, 0, P_xx)."""
-    st = np.zeros((len(outs), 3, _NB))
+    st = np.zeros((len(outs), 3, bands.shape[1]))
     X = _spec(outs)
     if paired:
         S = _spec(t.ref)
-        st[:, 0] = (np.abs(S) ** 2) @ _BANDS_OF
-        st[:, 1] = (X * np.conj(S)).real @ _BANDS_OF
-    st[:, 2] = (np.abs(X) ** 2) @ _BANDS_OF
+        st[:, 0] = (np.abs(S) ** 2) @ bands
+        st[:, 1] = (X * np.conj(S)).real @ bands
+    st[:, 2] = (np.abs(X) ** 2) @ bands
     return st
 
 
@@ -214,11 +225,12 @@ def _summ(st: np.ndarray, w: np.ndarray | None = None, paired: bool = True) -> t
     """Transfer function H and noise power N per band from summed tile statistics (weights w)."""
     s = st.sum(0) if w is None else np.tensordot(w, st, 1)
     tot = max(float(w.sum()) if w is not None else float(len(st)), 1e-9)
+    norm = _NORM if st.shape[-1] == _NB else _NORM_DIR
     if not paired:
-        return np.zeros(_NB), s[2] / (_NORM * tot)
+        return np.zeros(st.shape[-1]), s[2] / (norm * tot)
     pss = np.maximum(s[0], 1e-20)
     h = s[1] / pss
-    n = np.maximum(s[2] - s[1] ** 2 / pss, 0.0) / (_NORM * tot)
+    n = np.maximum(s[2] - s[1] ** 2 / pss, 0.0) / (norm * tot)
     return h, n
 
 
@@ -250,20 +262,26 @@ def _argmin(grid: np.ndarray, losses: np.ndarray) -> float:
 class _Search:
     """Synthesis over the tiles for each candidate; stats kept per tile for the bootstrap."""
 
-    def __init__(self, t: _Tiles, real_stats: np.ndarray, paired: bool, jpeg: JpegInfo | None) -> None:
-        self.t, self.paired, self.jpeg = t, paired, jpeg
+    def __init__(self, t: _Tiles, real_stats: np.ndarray, paired: bool, jpeg: JpegInfo | None,
+                 bands: np.ndarray = _BANDS_OF, angle: float = 0.0) -> None:
+        self.t, self.paired, self.jpeg, self.bands, self.angle = t, paired, jpeg, bands, angle
         self.real_stats = real_stats  # per real tile (paired: aligned with t; unpaired: the real tiles)
         self.hr, self.nr = _summ(real_stats, paired=paired)
         self.blurred = _Blurred(t)
+        self.length = 1.0  # the line blur held while sigma and the noise are searched
 
-    def stats(self, sigma: float, noise: float, shot: float) -> np.ndarray:
-        return _tile_stats(self.t, _synth(self.blurred.at(sigma), self.t.noise, noise, shot, self.jpeg), self.paired)
+    def stats(self, sigma: float, noise: float, shot: float, length: float | None = None) -> np.ndarray:
+        base = self.blurred.at(sigma, self.length if length is None else length, self.angle)
+        return _tile_stats(self.t, _synth(base, self.t.noise, noise, shot, self.jpeg), self.paired, self.bands)
 
     def blur_curve(self, noise: float, shot: float) -> np.ndarray:
         return np.stack([self.stats(s, noise, shot) for s in SIGMA_GRID])
 
     def noise_curve(self, sigma: float, shot: float) -> np.ndarray:
         return np.stack([self.stats(sigma, n, shot) for n in NOISE_GRID])
+
+    def length_curve(self, sigma: float, noise: float, shot: float) -> np.ndarray:
+        return np.stack([self.stats(sigma, noise, shot, length) for length in LENGTH_GRID])
 
     def pick(self, curve: np.ndarray, which: str, w_sim: np.ndarray | None = None,
              w_real: np.ndarray | None = None) -> float:
@@ -279,9 +297,10 @@ class _Search:
             lo, hi = np.log(summ[0][1] + NOISE_EPS), np.log(summ[-1][1] + NOISE_EPS)
             bw = (hi - lo) ** 2
             bw = bw / max(float(bw.sum()), 1e-12)
-        losses = [_loss_blur(hr, hx, nr, nx, self.paired) if which == "blur" else _loss_noise(nr, nx, bw)
+        losses = [_loss_noise(nr, nx, bw) if which == "noise" else _loss_blur(hr, hx, nr, nx, self.paired)
                   for hx, nx in summ]
-        return _argmin(SIGMA_GRID if which == "blur" else NOISE_GRID, np.array(losses))
+        grid = NOISE_GRID if which == "noise" else LENGTH_GRID if which == "length" else SIGMA_GRID
+        return _argmin(grid, np.array(losses))
 
 
 def _shot_fraction(search: _Search, sigma: float) -> float:
@@ -312,9 +331,10 @@ def _shot_fraction(search: _Search, sigma: float) -> float:
 
 
 def texture_fit(sim: list[np.ndarray], real: list[np.ndarray], units_s: np.ndarray, units_r: np.ndarray,
-                paired: bool, jpeg: JpegInfo | None, rng: np.random.Generator
+                paired: bool, jpeg: JpegInfo | None, rng: np.random.Generator, motion_angle: float | None = None
                 ) -> tuple[list[Factor], list[dict[str, str]], dict[str, Any]]:
-    """Blur and sensor noise by synthesis (see the module docstring), compression from the files."""
+    """Blur and sensor noise by synthesis (see the module docstring), compression from the files; a
+    line blur at `motion_angle` (degrees) too when the diagnoses found the real side blurred one way."""
     out: list[Factor] = []
     left: list[dict[str, str]] = []
     comp = None
@@ -333,19 +353,23 @@ def texture_fit(sim: list[np.ndarray], real: list[np.ndarray], units_s: np.ndarr
     if len(t) < 4:
         left.append({"code": "sharpness", "reason": f"too few textured {TILE} x {TILE} tiles to measure blur and noise"})
         return ([comp] if comp else []), left, info
+    bands = _BANDS_OF if motion_angle is None else _BANDS_DIR
     if paired:
-        real_stats = _tile_stats(t, t.real, True)
+        real_stats = _tile_stats(t, t.real, True, bands)
         rt_units = t.units
     else:
         tr = _tiles(real, None, units_r, rng)
         if len(tr) < 4:
             return ([comp] if comp else []), left, info
-        real_stats = _tile_stats(tr, tr.ref, False)
+        real_stats = _tile_stats(tr, tr.ref, False, bands)
         rt_units = tr.units
-    search = _Search(t, real_stats, paired, use_jpeg)
+    search = _Search(t, real_stats, paired, use_jpeg, bands, motion_angle or 0.0)
     noise, shot, sigma = 0.0, 0.0, 0.0
-    bc = nc = None
+    bc = nc = lc = None
     for rnd in range(2):
+        if motion_angle is not None:
+            lc = search.length_curve(sigma, noise, shot)
+            search.length = search.pick(lc, "length")
         bc = search.blur_curve(noise, shot)
         sigma = search.pick(bc, "blur")
         if rnd == 0 and paired:
@@ -355,12 +379,14 @@ def texture_fit(sim: list[np.ndarray], real: list[np.ndarray], units_s: np.ndarr
     # intervals: the tiles resampled (by the unit of their frame), the last curves re-read
     ws = _boot_weights(t.units, rng, N_BOOT)
     wr = _boot_weights(rt_units, rng, N_BOOT)
-    s_b, n_b = [], []
+    s_b, n_b, l_b = [], [], []
     for a, b in zip(ws, wr):
         w_sim = a[t.units]
         w_real = b[rt_units]
         s_b.append(search.pick(bc, "blur", w_sim, w_real if not paired else None))
         n_b.append(search.pick(nc, "noise", w_sim, w_real if not paired else None))
+        if lc is not None:
+            l_b.append(search.pick(lc, "length", w_sim, w_real if not paired else None))
     s_ci, n_ci = _ci(np.array(s_b), sigma), _ci(np.array(n_b), noise)
     hr0 = search.hr
     info.update({"transfer_real": [round(float(v), 4) for v in hr0], "bands": BANDS.tolist(),
@@ -371,6 +397,11 @@ def texture_fit(sim: list[np.ndarray], real: list[np.ndarray], units_s: np.ndarr
         out.append(Factor("sharpness", {"sigma_px": round(sigma, 3)}, {"sigma_px": s_ci}, how))
     elif paired and float(np.nanmax(hr0[-3:])) > 1.15:
         left.append({"code": "sharpness", "reason": "real frames are sharper than sim: render sharper (no blur can add detail)"})
+    if lc is not None:
+        l_ci = _ci(np.array(l_b), search.length)
+        if search.length >= MIN_LENGTH and l_ci[0] > 1.0:
+            out.append(Factor("motion_blur", {"length_px": round(search.length, 2), "angle_deg": float(motion_angle or 0.0)},
+                              {"length_px": l_ci}, how + "; a line blur along the direction the diagnosis named"))
     if noise >= MIN_NOISE and n_ci[0] > 0:
         read = noise * math.sqrt(1 - shot)
         shot2 = noise ** 2 * shot / 127.5

@@ -118,17 +118,17 @@ class EmbeddingsMixin:
 
     def embedded_frames(self, set_name: str, fingerprints: list[str]) -> list[dict[str, Any]]:
         """Usable frames of a set embedded under every one of `fingerprints`, one row per content hash
-        (pair_key, episode, step, content_hash and where to decode it: rgb_path, container_path,
-        member, frame_index, container_hash), in episode and step order."""
+        (pair_key, episode, step, content_hash, width, height and where to decode it: rgb_path,
+        container_path, member, frame_index, container_hash), in episode and step order."""
         rows = self.con.execute(
             "SELECT f.pair_key, f.episode, f.step, f.content_hash, f.rgb_path, f.container_path, f.member, "
-            "f.frame_index, f.container_hash FROM frames f WHERE f.set_name = ? AND f.status = 'ok' "
+            "f.frame_index, f.container_hash, f.width, f.height FROM frames f WHERE f.set_name = ? AND f.status = 'ok' "
             "AND f.content_hash IS NOT NULL AND (SELECT count(DISTINCT e.fingerprint) FROM embeddings e "
             "WHERE e.content_hash = f.content_hash AND e.fingerprint IN (SELECT unnest(?))) = ? "
             "ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
             [set_name, list(fingerprints), len(set(fingerprints))]).fetchall()
         cols = ("pair_key", "episode", "step", "content_hash", "rgb_path", "container_path", "member",
-                "frame_index", "container_hash")
+                "frame_index", "container_hash", "width", "height")
         seen: set[str] = set()
         out = []
         for r in rows:

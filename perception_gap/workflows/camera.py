@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 CAMERA_MODEL_FILE = "camera_model.json"
 MIN_FRAMES = 4  # per side: the fit needs 3 pairs, the floor two real frames a half
+MAX_DECODED_BYTES = 1536 * 2**20  # the sample's decoded frames (256 pairs of 640 x 480 take 450 MiB)
 
 
 def _item(r: dict[str, Any]) -> tuple:
@@ -51,14 +52,18 @@ def sample(catalog: Catalog, sim: str, real: str, fingerprints: list[str], *, ma
             pairs.append((s, by_key[s["pair_key"]]))
     items = {r["content_hash"]: _item(r) for r in rs + rr}
     paths = {r["content_hash"]: r["rgb_path"] for r in rs + rr}
+    # decoded frames are held once for the fit: the sample shrinks to stay within MAX_DECODED_BYTES
+    per = [3 * (r["width"] or 0) * (r["height"] or 0) for r in rs + rr]
+    mean_frame = max(float(np.mean(per)) if per else 1.0, 1.0)
+    max_pairs = max(MIN_FRAMES, min(max_pairs, int(MAX_DECODED_BYTES / (2 * mean_frame))))
     if len(pairs) >= 8:
         pick = [pairs[i] for i in rng.permutation(len(pairs))[:max_pairs]]
         return Sample([s["content_hash"] for s, _ in pick], [r["content_hash"] for _, r in pick],
-                      [s["episode"] for s, _ in pick], [r["episode"] for _, r in pick], True), items, paths
+                      [s["episode"] for s, _ in pick], [r["episode"] for _, r in pick], True, max_pairs), items, paths
     ps = [rs[i] for i in rng.permutation(len(rs))[:max_pairs]]
     pr = [rr[i] for i in rng.permutation(len(rr))[:max_pairs]]
     return Sample([s["content_hash"] for s in ps], [r["content_hash"] for r in pr], [s["episode"] for s in ps],
-                  [r["episode"] for r in pr], False), items, paths
+                  [r["episode"] for r in pr], False, max_pairs), items, paths
 
 
 def _quality(path: str) -> tuple[float | None, str]:
@@ -147,7 +152,7 @@ def camera_stage(catalog: Catalog, sim: str, real: str, findings: list[dict[str,
                      random_state=random_state, batch_size=batch_size)
     t2 = time.perf_counter()
     log.info("camera stage: sample and fit %.1fs, attribution %.1fs (%d encoders)", t1 - t0, t2 - t1, len(encoders))
-    section = {**model.to_dict(), "sample": {"n": len(smp.sim_hashes), "max_pairs": MAX_PAIRS,
+    section = {**model.to_dict(), "sample": {"n": len(smp.sim_hashes), "max_pairs": smp.max_pairs,
                                              "paired": smp.paired, "skipped": skips},
                "seconds": {"sample_and_fit": round(t1 - t0, 2), "attribution": round(t2 - t1, 2)}}
     return section, attr
