@@ -172,11 +172,13 @@ def test_run_end_to_end_with_detection(clean_demo, tmp_path):
     assert diff["estimate"] == pytest.approx(0.0375, abs=0.015) and diff["low"] > 0  # sim better, resolved
     flips = res["detection"]["flips"]["colour"]
     assert flips["n_objects"] == 54 and flips["sim_only"] + flips["real_only"] <= 1 and flips["found_both"] >= 52
-    # the findings, most urgent first: the depth sensor's holes, then the detector's gap
-    assert [(f["code"], f["severity"]) for f in res["findings"]] == [("depth_dropout", "gap"), ("detector_gap", "gap")]
+    # the findings, most urgent first: the depth sensor's holes, the camera that makes the real side,
+    # then the detector's gap
+    assert [(f["code"], f["severity"]) for f in res["findings"]] == [("depth_dropout", "gap"), ("camera_model", "gap"),
+                                                                      ("detector_gap", "gap")]
     dd = res["findings"][0]["evidence"]
     assert (dd["sim_dropout"], dd["n_pairs"]) == (0.0, 18) and dd["real_dropout"] == pytest.approx(0.08, abs=0.01)
-    dg = res["findings"][1]["evidence"]
+    dg = res["findings"][2]["evidence"]
     assert (dg["source"], dg["ap_sim"], dg["ap_real"]) == ("colour", det[files.sim_set]["colour"]["AP"],
                                                            det[files.real_set]["colour"]["AP"])
     (pixel,) = res["encoders"]
@@ -255,8 +257,8 @@ def test_default_demo_probes_read_the_expert_action(tmp_path):
     fitted = {f["code"]: f["params"] for f in res["camera_model"]["factors"]}
     assert set(fitted) >= {"brightness", "white_balance", "vignetting", "compression"}, fitted
     assert fitted["compression"]["quality"] == 90 and fitted["brightness"]["stops"] == pytest.approx(0.06, abs=0.02)
-    a = lite2["attribution"]
-    assert a["clear_gap"] and a["all"]["share"] >= 0.8, a["all"]
+    a = lite2["attribution"]  # most of it: the demo camera's 0.35 px blur stays under the model's floor
+    assert a["clear_gap"] and a["all"]["share"] >= 0.6, a["all"]
     gap = next(f for f in res["findings"] if f["code"] == "appearance_gap")
     assert " closes " in gap["action"] and "depth" not in gap["action"].lower()
     assert "What closes the gap" in html

@@ -157,7 +157,8 @@ def test_disk_full_while_writing_the_report_keeps_the_previous_outputs_whole(wor
             _one_line_error(cli(*run), "No space left on device", "nothing was written")
             after = {p.name: p.read_bytes() for p in (out / "results.json", out / "report.html", js)}
             assert after == before  # both or neither: the old pair is left whole
-            assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.json"]  # no temp file left
+            # no temp file left; the measured camera is written beside the results, all or none
+            assert sorted(p.name for p in out.iterdir()) == ["camera_model.json", "report.html", "results.json"]
         _ok(cli(*run))
         assert json.loads((out / "results.json").read_text())["run_id"] > json.loads(before["results.json"])["run_id"]
 

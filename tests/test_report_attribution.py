@@ -62,7 +62,7 @@ def _text(html: str) -> str:
     t = re.sub(r"<[^>]+>", " ", t)
     for entity, char in (("&#39;", "'"), ("&quot;", '"'), ("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&")):
         t = t.replace(entity, char)
-    return re.sub(r"\s+", " ", t)
+    return re.sub(r"\s+([.,;:])", r"\1", re.sub(r"\s+", " ", t))
 
 
 def _percent(x: float) -> str:
@@ -205,7 +205,7 @@ def test_the_camera_model_is_listed_with_parameters_intervals_and_method(demo):
             assert f"{k} [{low:g}, {high:g}]" in text
     results = copy.deepcopy(demo["results"])
     results["camera_model"]["not_modelled"] = [{"code": "depth_dropout", "reason": "depth: no RGB encoder sees it"}]
-    assert "depth_dropout : depth: no RGB encoder sees it" in _text(attribution.section(results))
+    assert "depth_dropout: depth: no RGB encoder sees it" in _text(attribution.section(results))
 
 
 def test_worst_pairs_show_sim_sim_through_the_model_and_real(demo):

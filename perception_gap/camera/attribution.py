@@ -1,21 +1,27 @@
 """What closes each encoder's gap: the measured camera factors applied to sim frames, re-embedded.
 
-For each encoder the gap is the normalized centroid distance between sim and real embeddings
-(the engine's headline metric), measured in one fixed frame: the scaler, PCA and min-max range
-fitted once on the sample's own sim and real embeddings, so that every counterfactual is read
-with the same ruler. Its noise floor is the same distance between two halves of the real
-sample (by episode where there are enough). A counterfactual replaces the sim frames by the sim
-frames through some factors of the camera model; a factor's **share** is the fraction of the gap
-above the floor it closes:
+For each encoder the gap is the distance between the sim and the real centroids of the sample's
+embeddings, read in one fixed frame (`Ruler`: the embedding space centred on the sample, in units
+of its spread), above a noise floor:
 
-    share = (D(sim, real) - D(sim', real)) / (D(sim, real) - floor)
+- paired (each sim frame against its own real frame): the floor is the pairs' own chance scatter
+  (the standard error of the mean paired difference, `paired_floor`), removed in quadrature,
+  gap = sqrt(max(D^2 - floor^2, 0)), each variant against its own scatter;
+- unpaired: the real-vs-real floor of two halves of the real sample (by episode where there are
+  enough), scaled to the sizes compared, subtracted as the headline does, gap = D - floor.
+
+A counterfactual replaces the sim frames by the sim frames through some factors of the camera
+model; a factor's **share** is the fraction of the gap it closes:
+
+    share = (gap(sim) - gap(sim')) / gap(sim)
 
 Each factor is applied alone, then cumulatively in urgency order (pipeline fixes first); the
 cumulative steps form the waterfall, the last one is `all`, and `residual = 1 - all` is what the
 camera does not explain (content, materials, lighting). Shares are not clipped: a factor that
 moves the sim past the floor closes more than 1, one that moves it away closes less than 0.
 Intervals come from a bootstrap over episodes (else pairs, else frames) in which every
-counterfactual is read on the same draw.
+counterfactual is read on the same draw; when the gap's own interval reaches below half its
+estimate (`CLEAR_GAP`) the shares would read noise and are reported as 0 with a note.
 
 Cost: the counterfactual frames are the sample's first `m` sim frames (m chosen so that all
 variants together embed at most `BUDGET` times the sample's own frames: `m <= BUDGET * 2n / V`
@@ -30,11 +36,12 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
 from perception_gap.camera import ops
+from perception_gap.camera.fit import resampling_units
 from perception_gap.camera.model import CameraModel, apply_factors
 
 MAX_PAIRS = 256
@@ -42,8 +49,6 @@ BUDGET = 0.8  # variants' embeddings against the sample's own; decoding, fitting
 MIN_COUNTERFACTUAL = 24
 N_BOOT = 200
 CI_LEVEL = 0.95
-MIN_EPISODES = 5
-N_COMPONENTS = 32
 CLEAR_GAP = 0.5
 OPS_VERSION = 1  # part of every counterfactual's cache key: bump when an operator changes
 
@@ -100,14 +105,6 @@ def make_variant_frames(frame: np.ndarray, content_hash: str, model: CameraModel
     return out
 
 
-def _units(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
-    if episodes is not None and all(e is not None for e in episodes):
-        labels = {e: i for i, e in enumerate(dict.fromkeys(episodes))}
-        if len(labels) >= MIN_EPISODES:
-            return np.array([labels[e] for e in episodes], np.int64)
-    return np.arange(n, dtype=np.int64)
-
-
 def _ci(s: np.ndarray) -> list[float]:
     """The engine's interval (`metrics.bootstrap.centred_ci`) of a statistic given as [estimate, replicates...]."""
     from perception_gap.metrics.bootstrap import centred_ci
@@ -121,46 +118,33 @@ def _ci(s: np.ndarray) -> list[float]:
 
 @dataclass
 class Ruler:
-    """The fixed frame every counterfactual is read in."""
+    """The fixed frame every counterfactual is read in: the embedding space itself, centred on the
+    sample and divided by the sample's spread (its root mean square distance to the pooled centroid),
+    so that distances are unit-free; shares, being ratios, do not depend on the unit at all.
 
-    weights: np.ndarray
-    offset: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    k: int
+    Not the headline's PCA and per-component min-max: that recipe gives a low-variance component the
+    weight of the main ones, and a counterfactual that moves along it (a vignette nudging a few
+    histogram bins of the pixel baseline) would read as a large move while the embeddings barely
+    changed."""
+
+    mean: np.ndarray
+    scale: float
 
     def z(self, emb: np.ndarray) -> np.ndarray:
-        return emb.astype(np.float64) @ self.weights - self.offset
+        return (emb.astype(np.float64) - self.mean) / self.scale
 
     def dist(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Normalized centroid distance between mean rows (..., k) of two sides."""
-        span = np.where(self.hi > self.lo, self.hi - self.lo, 1.0)
-        d = (a - b) / span
-        return np.sqrt((d * d).sum(-1)) / math.sqrt(max(self.k, 1))
+        """Euclidean distance between mean rows (..., D) of two sides."""
+        d = a - b
+        return np.sqrt((d * d).sum(-1))
 
 
-SCALE_FLOOR = 0.05  # feature scales floored at this share of their median (see `ruler`)
-
-
-def ruler(emb_sim: np.ndarray, emb_real: np.ndarray, random_state: int = 0) -> Ruler:
-    """The centroid-distance recipe (standardize, PCA on the pooled rows, per-component min-max),
-    fitted once on the sample's own sim and real embeddings. Feature scales are floored at
-    `SCALE_FLOOR` of their median: a feature constant in the sample (an empty histogram bin) would
-    otherwise read a counterfactual that moves it in units of its rounding noise."""
+def ruler(emb_sim: np.ndarray, emb_real: np.ndarray) -> Ruler:
+    """The ruler of a sample: centred on its pooled sim and real embeddings, in units of their spread."""
     x = np.vstack([emb_sim, emb_real]).astype(np.float64)
     mu = x.mean(0)
-    sd = x.std(0)
-    pos = sd[sd > 0]
-    sd = np.maximum(sd, SCALE_FLOOR * float(np.median(pos)) if pos.size else 1.0)
-    xs = (x - mu) / sd
-    _, sv, vt = np.linalg.svd(xs, full_matrices=False)
-    var = sv ** 2
-    k = int(min(N_COMPONENTS, len(x) - 1, x.shape[1], int((var > 1e-10 * max(var.sum(), 1e-300)).sum())))
-    comps = vt[:k]
-    weights = comps.T / sd[:, None]
-    offset = (mu / sd) @ comps.T
-    z = x @ weights - offset
-    return Ruler(weights, offset, z.min(0), z.max(0), k)
+    spread = float(np.sqrt(((x - mu) ** 2).sum(1).mean()))
+    return Ruler(mu, spread if spread > 0 else 1.0)
 
 
 def _weighted_mean(z: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -187,12 +171,10 @@ def paired_floor(r: Ruler, d: np.ndarray, w: np.ndarray) -> np.ndarray:
     by chance, i.e. the standard error of the mean paired difference per component, read with the
     ruler. Both sides show the same scenes, so the real-vs-real floor of two halves (different
     scenes) does not apply; with no difference at all it is 0."""
-    span = np.where(r.hi > r.lo, r.hi - r.lo, 1.0)
     tot = np.maximum(w.sum(1, keepdims=True), 1e-12)
     mean = (w @ d) / tot
     var = np.maximum((w @ (d * d)) / tot - mean * mean, 0.0)
-    se = np.sqrt(var / np.maximum(tot, 1.0)) / span
-    return np.sqrt((se * se).sum(1)) / math.sqrt(max(r.k, 1))
+    return np.sqrt((var / np.maximum(tot, 1.0)).sum(1))
 
 
 def shares(r: Ruler, z_sim: np.ndarray, z_real: np.ndarray, z_vars: list[np.ndarray], ws: np.ndarray,
@@ -230,7 +212,7 @@ def attribution_entry(model: CameraModel, vs: list[Variant], res: dict[str, Any]
     clear = bool(gap[0] > 0 and _ci(gap)[0] >= CLEAR_GAP * gap[0])
     base = {"n_pairs": n_pairs,
             "n_counterfactual": m, "n_variants": len(vs), "basis": "pairs" if paired else "sets",
-            "metric": "normalized centroid distance in the sample's fixed PCA frame",
+            "metric": "Euclidean centroid distance of the embeddings, in units of the sample's spread",
             "distance": round(float(d0[0]), 4), "floor": round(float(floor[0]), 4),
             "gap_above_floor": round(float(gap[0]), 4), "gap_ci": _ci(gap), "clear_gap": clear}
     by = {v: i for i, v in enumerate(vs)}
@@ -346,7 +328,7 @@ def _one(enc: Any, model: CameraModel, vs: list[Variant], keys: list[str], sampl
     if len(es) < 4 or len(er) < 4 or len(es) != n or len(er) != len(sample.real_hashes):
         return {"note": "embeddings missing for part of the sample", "factors": [], "all": None, "residual": None,
                 "n_pairs": n if sample.paired else None}
-    r = ruler(es, er, random_state)
+    r = ruler(es, er)
     zs, zr = r.z(es), r.z(er)
     m = len(cf)
     z_vars = [r.z(np.array([have[derived_hash(h, k)] for h in cf])) for k in keys]
@@ -355,14 +337,14 @@ def _one(enc: Any, model: CameraModel, vs: list[Variant], keys: list[str], sampl
         zero = np.zeros(N_BOOT + 1)
         res = {"d0": zero, "floor": zero, "gap": zero, "dv": [], "shares": []}
     elif sample.paired:  # each counterfactual frame against its own real partner, same draws
-        ws = draws(_units(sample.episodes_sim[:m], m), rng)
+        ws = draws(resampling_units(sample.episodes_sim[:m], m), rng)
         res = shares(r, zs[:m], zr[:m], z_vars, ws, ws, None)
     else:
         half_a, half_b, _, _ = noise_floor_halves(len(er), sample.episodes_real)
-        w_all = draws(_units(sample.episodes_real, len(er)), rng)
+        w_all = draws(resampling_units(sample.episodes_real, len(er)), rng)
         # the halves' distance, scaled to the sizes compared (m sim frames against every real one):
         # sampling noise in a centroid distance goes as sqrt(1/n_a + 1/n_b)
         scale = math.sqrt((1 / m + 1 / len(er)) / (1 / len(half_a) + 1 / len(half_b)))
         floor = scale * floor_draws(r, zr, half_a, half_b, w_all)
-        res = shares(r, zs[:m], zr, z_vars, draws(_units(sample.episodes_sim[:m], m), rng), w_all, floor)
+        res = shares(r, zs[:m], zr, z_vars, draws(resampling_units(sample.episodes_sim[:m], m), rng), w_all, floor)
     return attribution_entry(model, vs, res, n_pairs=n, m=m, paired=sample.paired)

@@ -39,8 +39,9 @@ TEXTURE_BYTES = 512 * 2**20   # blur and noise: the float32 frames (both sides) 
 LIN_LO, LIN_HI = 0.004, 0.85  # light: blocks used where both sides lie in this linear range
 
 
-def _units(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
-    """Resampling unit per item: episodes when there are MIN_EPISODES of them, else the items."""
+def resampling_units(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
+    """Resampling unit per item: episodes when there are MIN_EPISODES of them, else the items (the
+    engine's convention, `metrics.resampling`)."""
     if episodes is not None and all(e is not None for e in episodes):
         labels = {e: i for i, e in enumerate(dict.fromkeys(episodes))}
         if len(labels) >= MIN_EPISODES:
@@ -321,12 +322,12 @@ def fit_camera_model(sim: list[np.ndarray], real: list[np.ndarray], *, paired: b
     if paired:
         keep = [i for i in range(len(sim)) if fixed(i).shape == real[i].shape] if fixes else \
             [i for i in range(len(sim)) if sim[i].shape == real[i].shape]
-        units_s = _units([episodes_sim[i] for i in keep] if episodes_sim is not None else None, len(keep))
+        units_s = resampling_units([episodes_sim[i] for i in keep] if episodes_sim is not None else None, len(keep))
         units_r = units_s
         light = light_paired(((fixed(i), _float(real[i])) for i in keep), units_s, rng)[0] if len(keep) >= 3 else []
     else:
         keep = list(range(len(sim)))
-        units_s, units_r = _units(episodes_sim, len(sim)), _units(episodes_real, len(real))
+        units_s, units_r = resampling_units(episodes_sim, len(sim)), resampling_units(episodes_real, len(real))
         light = light_sets((fixed(i) for i in keep), (_float(r) for r in real), units_s, units_r, findings, rng)
     lit = {f.code: f for f in light}
     # blur and noise read at most MAX_FRAMES frames (fewer when large: TEXTURE_BYTES of linear light)

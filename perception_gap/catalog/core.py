@@ -253,7 +253,8 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
 
 
 # added after a catalog's first version: created when absent (`listing_repeats`: a v1 catalog upgrading)
-_ADDITIVE_TABLES = {"embedding_skips", "annotated_frames", "listing_repeats", "baseline_samples"}
+_ADDITIVE_TABLES = {"embedding_skips", "annotated_frames", "listing_repeats", "baseline_samples",
+                    "counterfactual_embeddings"}
 
 
 def _check_header(path: Path) -> None:

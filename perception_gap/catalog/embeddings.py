@@ -137,16 +137,18 @@ class EmbeddingsMixin:
                 out.append(dict(zip(cols, r)))
         return out
 
-    def vectors_by_hash(self, fingerprint: str, hashes: list[str]) -> dict[str, Any]:
-        """{content hash: float32 vector} of the stored embeddings among `hashes` for one fingerprint
-        (frames' hashes, or the derived keys of counterfactual frames)."""
+    def vectors_by_hash(self, fingerprint: str, hashes: list[str], *, counterfactual: bool = False) -> dict[str, Any]:
+        """{key: float32 vector} of the stored embeddings among `hashes` (frames' content hashes) for one
+        fingerprint; with `counterfactual`, of the counterfactual frames' keys instead
+        (`counterfactual_embeddings`: sim frames through a camera model, `perception_gap.camera`)."""
         import numpy as np
 
         if not hashes:
             return {}
         want = pa.table({"h": pa.array(list(dict.fromkeys(hashes)), pa.string())})  # noqa: F841 (read by name)
+        table, col = ("counterfactual_embeddings", "key") if counterfactual else ("embeddings", "content_hash")
         tbl = self.con.cursor().sql(
-            "SELECT content_hash, vector FROM embeddings WHERE fingerprint = $fp AND content_hash IN (SELECT h FROM want)",
+            f"SELECT {col} AS content_hash, vector FROM {table} WHERE fingerprint = $fp AND {col} IN (SELECT h FROM want)",
             params={"fp": fingerprint}).to_arrow_table()
         if tbl.num_rows == 0:
             return {}
@@ -155,3 +157,11 @@ class EmbeddingsMixin:
         arr = vec.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(tbl.num_rows, dim)
         return dict(zip(tbl.column("content_hash").to_pylist(), arr))
 
+    def write_counterfactuals(self, encoder: str, fingerprint: str, keys: list[str], vectors: Any) -> None:
+        """Store counterfactual frames' vectors (one transaction; rows already present are kept)."""
+        batch, _ = embedding_tables(encoder, fingerprint, keys, vectors)  # noqa: F841 (DuckDB reads it by name)
+        with self._transaction():
+            if batch.num_rows:
+                self.con.execute(
+                    "INSERT OR IGNORE INTO counterfactual_embeddings (key, encoder, fingerprint, dim, vector) "
+                    "SELECT content_hash, encoder, fingerprint, dim, vector FROM batch")

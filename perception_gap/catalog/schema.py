@@ -112,6 +112,15 @@ CREATE TABLE IF NOT EXISTS embeddings (
     created_at TIMESTAMP DEFAULT current_timestamp,
     PRIMARY KEY (content_hash, fingerprint)
 );
+CREATE TABLE IF NOT EXISTS counterfactual_embeddings (
+    key VARCHAR NOT NULL,          -- a sim frame's content hash through one variant of a camera model
+    encoder VARCHAR NOT NULL,
+    fingerprint VARCHAR NOT NULL,
+    dim INTEGER NOT NULL,
+    vector FLOAT[] NOT NULL,
+    created_at TIMESTAMP DEFAULT current_timestamp,
+    PRIMARY KEY (key, fingerprint)
+);
 CREATE TABLE IF NOT EXISTS embedding_skips (
     content_hash VARCHAR NOT NULL,
     fingerprint VARCHAR NOT NULL,

@@ -143,10 +143,12 @@ def camera_stage(catalog: Catalog, sim: str, real: str, findings: list[dict[str,
     t1 = time.perf_counter()
 
     def vectors(enc: Any, hashes: list[str]) -> dict[str, np.ndarray]:
-        return catalog.vectors_by_hash(enc.fingerprint, hashes)
+        cf = [h for h in hashes if h.startswith("cf:")]
+        return {**catalog.vectors_by_hash(enc.fingerprint, [h for h in hashes if not h.startswith("cf:")]),
+                **catalog.vectors_by_hash(enc.fingerprint, cf, counterfactual=True)}
 
-    def store(enc: Any, hashes: list[str], vec: np.ndarray) -> None:
-        catalog.write_embeddings(enc.name, enc.fingerprint, hashes, vec)
+    def store(enc: Any, keys: list[str], vec: np.ndarray) -> None:
+        catalog.write_counterfactuals(enc.name, enc.fingerprint, keys, vec)
 
     attr = attribute(encoders, model, smp, frames, vectors=vectors, store=store, progress=progress,
                      random_state=random_state, batch_size=batch_size)
