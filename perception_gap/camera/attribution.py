@@ -280,6 +280,9 @@ def attribute(encoders: list[Any], model: CameraModel, sample: Sample, sim_frame
         vectors: (encoder, hashes) -> {hash: vector} already cached (originals and counterfactuals).
         store: (encoder, hashes, (N, D) vectors) -> None, caches new counterfactual vectors.
     """
+    from perception_gap.encoders.base import output_problem
+    from perception_gap.errors import InputError
+
     vs = variants(model)
     n = len(sample.sim_hashes)
     m = counterfactual_size(n, len(vs), sample.paired)
@@ -305,6 +308,9 @@ def attribute(encoders: list[Any], model: CameraModel, sample: Sample, sim_frame
             if not items:
                 continue
             vec = enc.encode(enc.preprocess([made[i][j] for _, i, j in items]))
+            problem = output_problem(enc.name, vec, len(items), enc.dim)
+            if problem is not None:
+                raise InputError(problem)
             store(enc, [dh for dh, _, _ in items], vec)
             have[enc.name].update({dh: v for (dh, _, _), v in zip(items, vec)})
         done += len(idx)

@@ -251,10 +251,21 @@ def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 def _attribute(catalog: Catalog, sim: str, real: str, res: dict[str, Any], entries: list[dict[str, Any]],
                encs: list[Any], *, progress: Progress | None, random_state: int, batch_size: int | str) -> None:
     """The camera stage: `res["camera_model"]` and each entry's `attribution` (None where not measured)."""
+    from perception_gap.errors import PerceptionGapError
     from perception_gap.workflows.camera import camera_stage
 
-    cam, attrs = camera_stage(catalog, sim, real, res["findings"], encs, progress=progress, random_state=random_state,
-                              batch_size=batch_size if isinstance(batch_size, int) else 32)
+    try:
+        cam, attrs = camera_stage(catalog, sim, real, res["findings"], encs, progress=progress,
+                                  random_state=random_state, batch_size=batch_size if isinstance(batch_size, int) else 32)
+    except (PerceptionGapError, ValueError, ArithmeticError, MemoryError, OSError) as e:
+        # the rest of the run stands: the stage's failure is a recorded, reported skip, not lost work
+        log.warning("camera model and attribution not computed: %s", e)
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        res["findings"].append({"code": "insufficient_data", "severity": "info",
+                                "title": f"camera model and attribution not computed: {why}",
+                                "evidence": {"metric": "camera model", "reason": why},
+                                "action": "Rerun with -v for details; the rest of the run is complete.", "score": 0.0})
+        cam, attrs = None, {}
     if cam is not None:
         res["camera_model"] = cam
     for e, enc in zip(entries, encs):
