@@ -61,10 +61,11 @@ from sklearn.model_selection import GroupKFold
 from threadpoolctl import threadpool_limits
 
 from perception_gap.errors import InputError, InsufficientData
-from perception_gap.metrics.bootstrap import N_BOOT, centred_ci
+from perception_gap.metrics.bootstrap import centred_ci
 from perception_gap.metrics.projection import MAX_N_COMPONENTS, Rows, fit_projection
 from perception_gap.metrics.resampling import Units, cluster_keys, factorize, resampling_units, unit_weights
 from perception_gap.metrics.results import CI
+from perception_gap.metrics.settings import LEVEL, REPLICATES
 from perception_gap.metrics.validation import check_embedding_pair, check_int, check_level, draw_seed, make_rng
 from perception_gap.results import Result, json_safe
 
@@ -318,7 +319,7 @@ def _drop_units(keys_s: list[Hashable], keys_r: list[Hashable], episodes_sim: Se
 
 
 def transfer_drop_ci(y_sim: np.ndarray, pred_sim: np.ndarray, y_real: np.ndarray, pred_real: np.ndarray,
-                     units: Units, *, estimate: float, n_boot: int = N_BOOT, ci: float = 0.95,
+                     units: Units, *, estimate: float, n_boot: int = REPLICATES["probe"], ci: float = LEVEL,
                      random_state: int | np.random.Generator | None = 0) -> CI | None:
     """Centred percentile CI of R^2(sim out-of-fold) - R^2(real held-out) over resampled units.
 
@@ -363,7 +364,7 @@ def probe(emb_sim: np.ndarray, y_sim: np.ndarray, emb_real: np.ndarray, y_real: 
           episodes_sim: Sequence[Hashable] | None = None, episodes_real: Sequence[Hashable] | None = None,
           n_components: int = PROBE_N_COMPONENTS, alphas: Sequence[float] = ALPHAS,
           random_state: int | np.random.Generator | None = 0, pairs: np.ndarray | None = None,
-          n_boot: int = N_BOOT) -> ProbeResult:
+          n_boot: int = REPLICATES["probe"], ci: float = LEVEL) -> ProbeResult:
     """Ridge probes from frozen embeddings to targets: sim->sim, real->real, sim->real (held out).
 
     Args:
@@ -379,6 +380,7 @@ def probe(emb_sim: np.ndarray, y_sim: np.ndarray, emb_real: np.ndarray, y_real: 
         pairs: optional (P, 2) matched (i_sim, i_real) pairs; with few episodes the transfer-drop
             bootstrap draws a pair's frames together.
         n_boot: transfer-drop bootstrap replicates, in [10, 100000]; default 200.
+        ci: the transfer drop's interval level; default 0.95.
 
     Returns:
         ProbeResult.
@@ -425,7 +427,7 @@ def probe(emb_sim: np.ndarray, y_sim: np.ndarray, emb_real: np.ndarray, y_real: 
     if s2s.r2 is not None and s2r.r2 is not None:
         units = _drop_units(keys_s, keys_r, episodes_sim, episodes_real, pairs)
         drop_ci = transfer_drop_ci(ys, pred_ss, yr, pred_sr, units, estimate=s2s.r2 - s2r.r2, n_boot=n_boot,
-                                   random_state=rng)
+                                   ci=ci, random_state=rng)
     log.debug("probe: sim->sim %s, real->real %s, sim->real %s", s2s.r2, r2r.r2, s2r.r2)
     return ProbeResult(sim_to_sim=s2s, real_to_real=r2r, sim_to_real=s2r, n_targets=ys.shape[1],
                        n_components=proj_sim.k, transfer_drop_ci=drop_ci,

@@ -43,12 +43,13 @@ import numpy as np
 from perception_gap.camera import ops
 from perception_gap.camera.fit import resampling_units
 from perception_gap.camera.model import CameraModel, apply_factors
+from perception_gap.metrics.settings import LEVEL, REPLICATES
 
 MAX_PAIRS = 256
 BUDGET = 0.8  # variants' embeddings against the sample's own; decoding, fitting and transforming take the rest of 1.5x
 MIN_COUNTERFACTUAL = 24
-N_BOOT = 200
-CI_LEVEL = 0.95
+N_BOOT = REPLICATES["camera"]
+CI_LEVEL = LEVEL
 CLEAR_GAP = 0.5
 OPS_VERSION = 1  # part of every counterfactual's cache key: bump when an operator changes
 

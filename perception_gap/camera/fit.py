@@ -28,9 +28,10 @@ import numpy as np
 from perception_gap.camera import ops
 from perception_gap.camera.model import BUGS, CameraModel, Factor, apply_factors, light_linear
 from perception_gap.camera.texture import MAX_FRAMES, JpegInfo, texture_fit
+from perception_gap.metrics.settings import LEVEL, REPLICATES
 
-N_BOOT = 200
-CI_LEVEL = 0.95
+N_BOOT = REPLICATES["camera"]
+CI_LEVEL = LEVEL
 MIN_EPISODES = 5
 # Smallest effects kept in a model (each also needs an interval that excludes no change).
 MIN_EFFECT = {"brightness": 0.04, "white_balance": 0.02, "tone_curve": 0.04, "vignetting": 0.05}

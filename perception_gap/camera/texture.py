@@ -21,9 +21,10 @@ import numpy as np
 
 from perception_gap.camera import ops
 from perception_gap.camera.model import Factor
+from perception_gap.metrics.settings import REPLICATES
 
 MIN_SIGMA, MIN_NOISE = 0.3, 0.6  # smallest blur (px) and noise (levels at mid grey) kept in a model
-N_BOOT = 100
+N_BOOT = REPLICATES["camera_texture"]
 TILE, MARGIN = 48, 12         # tile size (JPEG-block aligned) and blur context around it
 MAX_TILES, TILES_PER_FRAME, MAX_FRAMES = 64, 4, 32
 TILE_MIN_STD = 0.02           # a tile needs this much luma texture to carry a transfer function

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from perception_gap.commands.flags import resampling
 from perception_gap.commands.output import (
     atomic_write_text,
     check_outputs,
@@ -82,7 +83,7 @@ def execute(args: argparse.Namespace) -> int:
         try:
             res = drift_job(cat, args.baseline, args.current, encoder_names=encoder_names(args.encoders), config=cfg,
                             device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress,
-                            precision=args.precision, engine=eng)
+                            precision=args.precision, engine=eng, resampling=resampling(args))
         finally:
             close()
     if args.rollouts:

@@ -10,7 +10,20 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from perception_gap.metrics.settings import Resampling
+
+
+def resampling(args: argparse.Namespace) -> Resampling | None:
+    """The `Resampling` that `--bootstrap` and `--ci-level` ask for (None where neither is given)."""
+    n, level = getattr(args, "bootstrap", None), getattr(args, "ci_level", None)
+    if n is None and level is None:
+        return None
+    from perception_gap.metrics.settings import Resampling
+
+    return Resampling(replicates=n, level=level)
 
 
 def _range_text(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:

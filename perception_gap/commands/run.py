@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from perception_gap.commands.flags import resampling
 from perception_gap.commands.output import check_outputs, fmt, progress_bar, write_outputs
 
 
@@ -70,7 +71,7 @@ def execute(args: argparse.Namespace) -> int:
                           batch_size=args.batch_size, workers=args.workers, progress=progress,
                           precision=args.precision, engine=eng,
                           inception_weights=getattr(args, "inception_weights", None),
-                          attribution=getattr(args, "attribution", True))
+                          attribution=getattr(args, "attribution", True), resampling=resampling(args))
         finally:
             close()
     if args.rollouts:

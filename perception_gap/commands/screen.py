@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from perception_gap.commands.flags import resampling
 from perception_gap.commands.output import check_outputs, encoder_names, fmt, progress_bar, write_outputs
 from perception_gap.wording import FAIL, NOT_COMPUTED, gate_word
 
@@ -51,7 +52,7 @@ def execute(args: argparse.Namespace) -> int:
             res = screen_job(cat, sims, args.real, encoder_names=encoder_names(args.encoders),
                              baseline=args.fail_if_worse, device=args.device, batch_size=args.batch_size,
                              workers=args.workers, n_boot=args.n_boot, progress=progress,
-                             precision=args.precision)
+                             precision=args.precision, resampling=resampling(args))
         finally:
             close()
     write_outputs(res, out_dir, args.json)

@@ -12,11 +12,12 @@ import numpy as np
 from perception_gap.detection.boxes import Box
 from perception_gap.detection.coco import coco_eval
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.metrics.settings import REPLICATES
 from perception_gap.results import Result
 
 # Bootstrap: default replicates and a hard cap. Each replicate only re-accumulates the
 # per-image matches COCOeval computed once (see `ap_difference_ci`), O(detections) numpy work.
-N_BOOT = 200
+N_BOOT = REPLICATES["detection"]
 MAX_N_BOOT = 10_000
 # Search keys pack (segment, integer count) as segment * _KEY + count: counts stay below 2**40.
 _KEY = np.int64(1) << 40

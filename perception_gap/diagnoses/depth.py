@@ -13,7 +13,7 @@ from perception_gap.diagnoses.common import MIN_PAIRS, dist_clear, excludes_zero
 from perception_gap.diagnoses.context import Context, basis_evidence
 from perception_gap.findings import Finding
 from perception_gap.statistics.depth import DEPTH_PERCENTILES
-from perception_gap.statistics.records import FrameRecord
+from perception_gap.statistics.records import FrameRecord, paired_frames
 from perception_gap.wording import pct, points, times
 
 # Depth scale: a paired median depth ratio beyond 1.5x is no scene difference; comparing set
@@ -114,8 +114,7 @@ def check_depth_scale(ctx: Context) -> Finding | None:
 
     f_s, how_s = factor(decl_s, inf_s, decl_r)
     f_r, how_r = factor(decl_r, inf_r, decl_s)
-    real_by_key = {f.pair_key: f for f in dr}
-    pairs = [(s, real_by_key[s.pair_key]) for s in ds if s.pair_key in real_by_key]
+    pairs = paired_frames(ds, dr)
     if len(pairs) >= MIN_PAIRS:
         basis = "pairs"
         ratios = np.array([(s.depth.percentiles[_P50] / f_s) / (r.depth.percentiles[_P50] / f_r)
@@ -186,8 +185,7 @@ def check_depth_dropout(ctx: Context) -> Finding | None:
     dr = [f for f in ctx.real.frames if f.depth is not None]
     if not ds or not dr:
         return None
-    real_by_key = {f.pair_key: f for f in dr}
-    pairs = [(s, real_by_key[s.pair_key]) for s in ds if s.pair_key in real_by_key]
+    pairs = paired_frames(ds, dr)
     dos = np.array([f.depth.dropout for f in ds])
     dor = np.array([f.depth.dropout for f in dr])
     ci = None

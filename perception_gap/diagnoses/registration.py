@@ -138,14 +138,10 @@ def check_depth_registration(ctx: Context) -> Finding | None:
 def _paired_offsets(ctx: Context) -> tuple[np.ndarray, np.ndarray, int] | None:
     """Per axis, the pair offsets (`pair_offset`) that could be read, and the number of pairs that
     gave either; None when fewer than `MIN_FRAMES` pairs give either axis."""
-    real = {f.pair_key: f for f in ctx.real.frames if f.pair_key is not None}
     xs: list[float] = []
     ys: list[float] = []
     n = 0
-    for f in ctx.sim.frames:
-        partner = real.get(f.pair_key) if f.pair_key is not None else None
-        if partner is None:
-            continue
+    for f, partner in ctx.pairs:
         dx, dy = pair_offset(f, partner)
         n += dx is not None or dy is not None
         if dx is not None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from perception_gap.diagnoses.common import MIN_PAIRS
 from perception_gap.diagnoses.context import Context
+from perception_gap.statistics.records import paired_frames
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,7 @@ def control_vectors(ctx: Context, attr: str) -> ControlVectors | None:
         return ControlVectors("distribution", np.empty((0, ds)), np.empty((0, dr)), ds, dr, **shape)
     fs = [f for f in fs if len(get(f)) == ds]
     fr = [f for f in fr if len(get(f)) == ds]
-    by_key = {f.pair_key: f for f in fr}
-    pairs = [(s, by_key[s.pair_key]) for s in fs if s.pair_key in by_key]
+    pairs = paired_frames(fs, fr)
     if len(pairs) >= MIN_PAIRS:
         sv = np.array([get(s) for s, _ in pairs], dtype=np.float64).reshape(len(pairs), ds)
         rv = np.array([get(r) for _, r in pairs], dtype=np.float64).reshape(len(pairs), ds)

@@ -25,8 +25,9 @@ import numpy as np
 
 from perception_gap.errors import InputError
 from perception_gap.ingest.tables import label, number, require
+from perception_gap.metrics.settings import REPLICATES
 
-N_BOOT = 2000
+N_BOOT = REPLICATES["rank_fidelity"]
 # A 95% percentile interval from fewer than 200 replicates rests on a handful of draws per tail
 # (1 replicate gives a zero-width interval); past 100,000 the interval no longer changes while
 # the time grows linearly (about a second per 20,000 replicates per task).

@@ -21,9 +21,10 @@ import numpy as np
 from perception_gap.errors import InputError, InsufficientData
 from perception_gap.metrics.resampling import bootstrap_units, frame_rows, unit_weights
 from perception_gap.metrics.results import CI
+from perception_gap.metrics.settings import REPLICATES
 from perception_gap.metrics.validation import check_int, check_level, check_pair, make_rng
 
-N_BOOT = 200
+N_BOOT = REPLICATES["statistic"]
 
 T = TypeVar("T")
 BOOT_MAX_SAMPLES = 5_000

@@ -12,6 +12,7 @@ from perception_gap.metrics.bootstrap import centred_ci
 from perception_gap.metrics.projection import MAX_N_COMPONENTS, Projection, Rows, fit_projection
 from perception_gap.metrics.resampling import block_ids, bootstrap_units, cluster_keys, factorize, unit_weights
 from perception_gap.metrics.results import CI, CentroidDistance, NoiseFloor
+from perception_gap.metrics.settings import REPLICATES
 from perception_gap.metrics.validation import (
     MIN_FRAMES,
     check_embeddings,
@@ -32,7 +33,7 @@ from perception_gap.metrics.validation import (
 DEFAULT_N_COMPONENTS = 32
 # Noise floor: halves by episode when there are at least this many episodes.
 MIN_FLOOR_EPISODES = 4
-CENTROID_N_BOOT = 1_000
+CENTROID_N_BOOT = REPLICATES["centroid"]
 # Bootstrap replicates are computed a chunk at a time: (chunk, units, k) temporaries of at most
 # this many float64 elements (16 MB).
 BOOT_CHUNK_ELEMENTS = 2_000_000

@@ -37,10 +37,11 @@ from threadpoolctl import threadpool_limits
 
 from perception_gap.metrics.bootstrap import bootstrap_ci
 from perception_gap.metrics.results import CI
+from perception_gap.metrics.settings import REPLICATES
 from perception_gap.metrics.validation import check_int, check_pair, make_rng
 from perception_gap.results import Result
 
-DIST_N_BOOT = 100
+DIST_N_BOOT = REPLICATES["distance"]
 DIST_MAX_SAMPLES = 500
 KID_SUBSETS = 50  # the defaults of Binkowski et al.'s polynomial_mmd_averages: 50 subsets of 1,000
 KID_SUBSET_SIZE = 1_000

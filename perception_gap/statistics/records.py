@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from perception_gap.pairing import pair_by_key
 from perception_gap.statistics.depth import DepthStats
 from perception_gap.statistics.image import ImageStats
 
@@ -52,7 +54,14 @@ class SetRecords:
     frames: tuple[FrameRecord, ...]
 
 
+def paired_frames(sim: Sequence[FrameRecord], real: Sequence[FrameRecord]) -> list[tuple[FrameRecord, FrameRecord]]:
+    """(sim frame, real frame) for every pair key present on both sides, in sim order; a repeated key
+    pairs its first frame only and is logged (`perception_gap.pairing`)."""
+    p = pair_by_key([f.pair_key for f in sim], [f.pair_key for f in real])
+    p.log_duplicates("pairing frames")
+    return [(sim[i], real[j]) for i, j in p.pairs]
+
+
 def paired(sim: SetRecords, real: SetRecords) -> list[tuple[FrameRecord, FrameRecord]]:
-    """(sim frame, real frame) for every pair key present in both sets, in sim order."""
-    by_key = {f.pair_key: f for f in real.frames}
-    return [(f, by_key[f.pair_key]) for f in sim.frames if f.pair_key in by_key]
+    """(sim frame, real frame) for every pair key present in both sets, in sim order (`paired_frames`)."""
+    return paired_frames(sim.frames, real.frames)

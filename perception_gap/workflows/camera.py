@@ -20,6 +20,7 @@ from perception_gap.camera.fit import fit_camera_model
 from perception_gap.camera.model import CameraModel
 from perception_gap.camera.texture import JpegInfo
 from perception_gap.catalog import Catalog
+from perception_gap.pairing import pair_by_key
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -42,14 +43,9 @@ def sample(catalog: Catalog, sim: str, real: str, fingerprints: list[str], *, ma
     """
     rs, rr = catalog.embedded_frames(sim, fingerprints), catalog.embedded_frames(real, fingerprints)
     rng = np.random.default_rng(random_state)
-    by_key = {}
-    for r in rr:
-        by_key.setdefault(r["pair_key"], r)
-    pairs, seen = [], set()
-    for s in rs:
-        if s["pair_key"] in by_key and s["pair_key"] not in seen:
-            seen.add(s["pair_key"])
-            pairs.append((s, by_key[s["pair_key"]]))
+    pairing = pair_by_key([s["pair_key"] for s in rs], [r["pair_key"] for r in rr])
+    pairing.log_duplicates(f"camera sample {sim!r} vs {real!r}")
+    pairs = [(rs[i], rr[j]) for i, j in pairing.pairs]
     items = {r["content_hash"]: _item(r) for r in rs + rr}
     paths = {r["content_hash"]: r["rgb_path"] for r in rs + rr}
     # decoded frames are held once for the fit: the sample shrinks to stay within MAX_DECODED_BYTES

@@ -15,6 +15,8 @@ from perception_gap.catalog import Catalog
 from perception_gap.detection import Box
 from perception_gap.errors import InsufficientData
 from perception_gap.findings import Finding
+from perception_gap.metrics.settings import Resampling
+from perception_gap.pairing import pair_by_key
 
 
 def boxes_from_rows(per_frame: dict[str, list[dict[str, Any]]]) -> dict[str, list[Any]]:
@@ -60,7 +62,8 @@ def _detector_gap(source: str, ap_s: float, ap_r: float, d: dict[str, Any], flip
         score=float(abs(ap_s - ap_r)))
 
 
-def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: int = 0) -> tuple[dict[str, Any] | None, list[Finding]]:
+def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: int = 0,
+                      resampling: Resampling = Resampling()) -> tuple[dict[str, Any] | None, list[Finding]]:
     """The `detection` part of results.json and its findings; (None, []) when no set has boxes.
 
     A figure that the boxes cannot give (ground truth with no object on one side) is listed under
@@ -90,8 +93,10 @@ def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: in
                 continue
             out["sets"][name][source] = summary.to_dict()
             out["latching"].setdefault(name, {})[source] = detection.latching(gt, dets).to_dict()
-    real_by_key = {k: p for p, k in keys[real].items()}
-    pairs = [(p, real_by_key[k]) for p, k in keys[sim].items() if k in real_by_key]
+    path_s, path_r = list(keys[sim]), list(keys[real])
+    pairing = pair_by_key([keys[sim][p] for p in path_s], [keys[real][p] for p in path_r])
+    pairing.log_duplicates(f"detection {sim!r} vs {real!r}")
+    pairs = [(path_s[i], path_r[j]) for i, j in pairing.pairs]
     for source in sorted(set(out["sets"].get(sim, {})) & set(out["sets"].get(real, {}))):
         ds = boxes_from_rows(ann[sim][source])
         dr = boxes_from_rows(ann[real][source])
@@ -101,7 +106,8 @@ def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: in
         flips = detection.pair_flips(gts[sim], ds, gts[real], dr, pp, sizes={**sizes[sim], **sizes[real]})
         out["flips"][source] = flips.to_dict()
         try:
-            diff = detection.ap_difference_ci(gts[sim], ds, gts[real], dr, pp, random_state=random_state)
+            diff = detection.ap_difference_ci(gts[sim], ds, gts[real], dr, pp, random_state=random_state,
+                                              n_boot=resampling.n("detection"), ci=resampling.ci())
         except InsufficientData as e:  # e.g. ground truth with no box on one side: the rest still stands
             out["not_measurable"][f"sim-vs-real AP difference of {source!r}"] = str(e)
             continue

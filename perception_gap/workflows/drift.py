@@ -17,6 +17,8 @@ from perception_gap.catalog import Catalog
 from perception_gap.embed import default_encoders, embed_sets, load_encoder
 from perception_gap.errors import InputError
 from perception_gap.findings import Finding, order_findings
+from perception_gap.metrics.settings import Resampling
+from perception_gap.pairing import pair_by_key
 from perception_gap.statistics.summary import summarize_set
 from perception_gap.version import __version__
 from perception_gap.workflows import drift_gates as dr
@@ -104,7 +106,8 @@ def _gate_title(g: dict[str, Any], current: str, baseline: str) -> str:
 def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: list[str | Candidate] | None = None,
               config: dict[str, dict[str, Any]] | None = None, device: str = "auto", batch_size: int | str = 32,
               workers: int | None = None, progress: Progress | None = None,
-              baseline_sample: int = BASELINE_SAMPLE, precision: str = "fp32", engine: Any = None) -> dict[str, Any]:
+              baseline_sample: int = BASELINE_SAMPLE, precision: str = "fp32", engine: Any = None,
+              resampling: Resampling | None = None) -> dict[str, Any]:
     """Gate new frames (`current`) against a stored `baseline` set.
 
     Only what is not cached is computed: statistics and embeddings are keyed by content, so a
@@ -126,6 +129,9 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
     names = [c.name for c in cands]
     boot = cfg["bootstrap"]
     n_boot, level, seed = int(boot["n_boot"]), float(boot["ci"]), int(boot["random_state"])
+    if resampling is not None:  # what the caller sets wins over the config file's [bootstrap]
+        n_boot, level, seed = resampling.n("drift", n_boot), resampling.ci(level), resampling.random_state(seed)
+        cfg = {**cfg, "bootstrap": {**boot, "n_boot": n_boot, "ci": level, "random_state": seed}}
     compute_stats(catalog, [baseline, current], workers=workers, progress=progress,
                   runner=engine.stats_runner if engine else None)
     sample = catalog.baseline_sample(baseline, int(baseline_sample), seed)
@@ -141,9 +147,10 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
     if on("format"):
         gates.append(dr.format_gate(st[baseline], st[current], float(cfg["format"]["max_fraction"])))
     # current frames of the baseline's scenes (matched by pair key) are drawn with their twins
-    base_index = {f.pair_key: i for i, f in enumerate(img[baseline])}
-    pairs = np.asarray([(base_index[f.pair_key], j) for j, f in enumerate(img[current]) if f.pair_key in base_index],
-                       dtype=np.int64).reshape(-1, 2)
+    # (baseline position, current position), in current order: the current set is the side under test
+    pairing = pair_by_key([f.pair_key for f in img[current]], [f.pair_key for f in img[baseline]])
+    pairing.log_duplicates(f"drift {baseline!r} vs {current!r}")
+    pairs = pairing.array()[:, ::-1].copy()
     kw = dict(n_boot=n_boot, ci=level, random_state=seed)
     if on("channel_shift"):
         gates.append(dr.shift_gate("channel_shift", dr.exposure_matrix(st[baseline]), dr.exposure_matrix(st[current]),

@@ -41,9 +41,10 @@ from perception_gap.errors import InputError, InsufficientData
 from perception_gap.gates import Gate, make_gate
 from perception_gap.metrics.bootstrap import centred_ci, cluster_replicates, on_rows
 from perception_gap.metrics.resampling import WeightedMedian, check_pairs, cluster_counts, resampling_labels
+from perception_gap.metrics.settings import REPLICATES
 from perception_gap.statistics.image import ImageStats
 
-N_BOOT = 1000
+N_BOOT = REPLICATES["drift"]
 
 # Documented defaults (README "Drift checks"); a TOML file given with --config overrides any of them.
 DEFAULT_CONFIG: dict[str, dict[str, Any]] = {

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
 from perception_gap.catalog import Catalog
 from perception_gap.embed import load_encoder
 from perception_gap.errors import InsufficientData
 from perception_gap.metrics import frechet_distance_ci, kid_ci
+from perception_gap.metrics.settings import Resampling
+from perception_gap.pairing import pair_by_key
 
 FID_PREFIX = "fid-inception:"
 IMPLEMENTATION = ("pytorch-fid FID Inception v3 (TF-ported weights, FID blocks): 2048-d final average pool; "
@@ -35,7 +35,7 @@ def fid_encoder(weights: str, *, device: str = "auto", precision: str = "fp32") 
 
 
 def fid_section(catalog: Catalog, sim: str, real: str, encoder: Any, *, groups: Callable[..., list[Any]],
-                random_state: int = 0) -> dict[str, Any]:
+                random_state: int = 0, resampling: Resampling = Resampling()) -> dict[str, Any]:
     """results.json's `fid` for two sets already embedded through `encoder` (a `fid_encoder`).
 
     Args:
@@ -56,13 +56,15 @@ def fid_section(catalog: Catalog, sim: str, real: str, encoder: Any, *, groups: 
         "implementation": IMPLEMENTATION, "insufficient": None,
     }
     grp_s, grp_r = groups(meta_s, meta_r), groups(meta_r, meta_s)
-    real_index = {m["pair_key"]: i for i, m in enumerate(meta_r)}
-    pairs = np.asarray([(i, real_index[m["pair_key"]]) for i, m in enumerate(meta_s) if m["pair_key"] in real_index],
-                       dtype=np.int64).reshape(-1, 2)
+    pairing = pair_by_key([m["pair_key"] for m in meta_s], [m["pair_key"] for m in meta_r])
+    pairing.log_duplicates(f"{encoder.name} embeddings")
+    pairs = pairing.array()
     try:
-        fd = frechet_distance_ci(emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state,
+        boot = {"n_boot": resampling.n("distance"), "ci": resampling.ci()}
+        fd = frechet_distance_ci(emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, **boot,
                                  pairs=pairs)
-        kd = kid_ci(emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs)
+        kd = kid_ci(emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs,
+                    **boot)
     except InsufficientData as e:
         out["insufficient"] = str(e)
         return out

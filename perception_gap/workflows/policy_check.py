@@ -29,6 +29,7 @@ import numpy as np
 from perception_gap.catalog import Catalog
 from perception_gap.errors import FrameError, InputError
 from perception_gap.gates import threshold_gate
+from perception_gap.pairing import pair_by_key
 from perception_gap.version import __version__
 
 Policy = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -139,17 +140,20 @@ def catalog_pairs(catalog: Catalog, sim: str, real: str) -> tuple[list[str], lis
         usable = catalog.load_frames(name)
         full = {r["rgb_path"]: r for r in catalog.frames_at_paths([r["rgb_path"] for r in usable])
                 if r["set_name"] == name}
-        rows[name] = {r["pair_key"]: {**full.get(r["rgb_path"], {}), **r} for r in usable}
-    keys = sorted(set(rows[sim]) & set(rows[real]))
-    if len(keys) < 2:
-        raise InputError(f"Expected at least 2 pair keys shared by {sim!r} and {real!r}, got {len(keys)}.")
+        rows[name] = [{**full.get(r["rgb_path"], {}), **r} for r in usable]
+    pairing = pair_by_key([r["pair_key"] for r in rows[sim]], [r["pair_key"] for r in rows[real]])
+    pairing.log_duplicates(f"policy check {sim!r} vs {real!r}")
+    if len(pairing) < 2:
+        raise InputError(f"Expected at least 2 pair keys shared by {sim!r} and {real!r}, got {len(pairing)}.")
 
-    def order(k: str) -> tuple:
-        r = rows[sim][k]
-        return (r.get("container_path") or r["rgb_path"], r.get("member") or "", r.get("frame_index") or 0, k)
+    def order(ij: tuple[int, int]) -> tuple:
+        r = rows[sim][ij[0]]
+        return (r.get("container_path") or r["rgb_path"], r.get("member") or "", r.get("frame_index") or 0,
+                r["pair_key"])
 
-    keys.sort(key=order)
-    return keys, [rows[sim][k] for k in keys], [rows[real][k] for k in keys]
+    pairs = sorted(pairing.pairs, key=order)
+    return ([rows[sim][i]["pair_key"] for i, _ in pairs], [rows[sim][i] for i, _ in pairs],
+            [rows[real][j] for _, j in pairs])
 
 
 def proprio_width(rows: list[dict], domain: str) -> int:

@@ -30,6 +30,8 @@ from perception_gap.metrics import (
     pair_cosine_distances,
     paired_cosine,
 )
+from perception_gap.metrics.settings import Resampling
+from perception_gap.pairing import pair_by_key
 from perception_gap.ranking import (
     EncoderScore,
     clip_band,
@@ -107,7 +109,8 @@ def _try(insufficient: dict[str, str], metric: str, fn: Callable[[], Any]) -> An
         return None
 
 
-def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, random_state: int = 0) -> dict[str, Any]:
+def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, random_state: int = 0,
+                    resampling: Resampling = Resampling()) -> dict[str, Any]:
     """The `encoders[]` entry of results.json for one (already embedded) encoder."""
 
     meta_s, emb_s = catalog.load_embeddings(sim, encoder.fingerprint)
@@ -127,12 +130,13 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
         return entry
     ep_r = [m["episode"] for m in meta_r]
     grp_s, grp_r = _groups(meta_s, meta_r), _groups(meta_r, meta_s)
-    real_index = {m["pair_key"]: i for i, m in enumerate(meta_r)}
-    pairs = np.asarray([(i, real_index[m["pair_key"]]) for i, m in enumerate(meta_s) if m["pair_key"] in real_index],
-                       dtype=np.int64).reshape(-1, 2)
+    pairing = pair_by_key([m["pair_key"] for m in meta_s], [m["pair_key"] for m in meta_r])
+    pairing.log_duplicates(f"{encoder.name} embeddings")
+    pairs = pairing.array()
     # pairs matter when a side has few episodes: resampling then draws or swaps matched pairs
     cd = _try(insufficient, "centroid distance", lambda: centroid_distance_ci(
-        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs))
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs,
+        n_boot=resampling.n("centroid"), ci=resampling.ci()))
     if cd is not None:
         entry["centroid_distance"] = cd.value
         entry["centroid_distance_norm"] = cd.value_norm
@@ -166,11 +170,13 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
     entry["mmd"] = {"value": mm.value, "p_value": mm.p_value, "bandwidth": mm.bandwidth,
                     "n_permutations": mm.n_permutations, "permutation": mm.permutation} if mm is not None else None
     fd = _try(insufficient, "Frechet distance", lambda: frechet_distance_ci(
-        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs))
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs,
+        n_boot=resampling.n("distance"), ci=resampling.ci()))
     entry["frechet_distance"] = ({"value": fd.value, "ci": fd.ci.to_dict() if fd.ci else None, "mean_term": fd.mean_term}
                                  if fd is not None else None)
     kd = _try(insufficient, "KID", lambda: kid_ci(
-        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs))
+        emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs,
+        n_boot=resampling.n("distance"), ci=resampling.ci()))
     entry["kid"] = ({"value": kd.value, "ci": kd.ci.to_dict() if kd.ci else None, "std": kd.std,
                      "n_subsets": kd.n_subsets, "subset_size": kd.subset_size} if kd is not None else None)
     y_s, key_s = _targets(meta_s)
@@ -178,7 +184,8 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
     if y_s is not None and y_r is not None and key_s == key_r and y_s.shape[1] == y_r.shape[1]:
         pr = _try(insufficient, "probe", lambda: probes.probe(emb_s, y_s, emb_r, y_r, episodes_sim=grp_s,
                                                                episodes_real=grp_r, random_state=random_state,
-                                                               pairs=pairs))
+                                                               pairs=pairs, n_boot=resampling.n("probe"),
+                                                               ci=resampling.ci()))
         if pr is not None:
             d = pr.to_dict()
             entry["probe"] = {"target": key_s, **{k: d[k] for k in (
@@ -275,7 +282,8 @@ def _attribute(catalog: Catalog, sim: str, real: str, res: dict[str, Any], entri
 def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | Candidate] | None = None,
             device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
             random_state: int = 0, progress: Progress | None = None, precision: str = "fp32",
-            engine: Any = None, inception_weights: str | None = None, attribution: bool = True) -> dict[str, Any]:
+            engine: Any = None, inception_weights: str | None = None, attribution: bool = True,
+            resampling: Resampling | None = None) -> dict[str, Any]:
     """Statistics, embeddings, comparison, probes, ranking and findings: results.json.
 
     `engine`, when given, computes statistics and embeddings elsewhere: an object with
@@ -295,6 +303,8 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | 
         from perception_gap.workflows.fid import fid_encoder, fid_section
 
         fid_enc = fid_encoder(inception_weights, device=device)  # fp32 always: the reference's precision
+    rs = resampling or Resampling()
+    random_state = rs.random_state(random_state)
     res = stats_job(catalog, sim, real, workers=workers, progress=progress,
                     runner=engine.stats_runner if engine else None)
     embed_sets(catalog, cands, [sim, real], device=device, batch_size=batch_size, workers=2, progress=progress,
@@ -302,11 +312,12 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | 
     if fid_enc is not None:
         embed_sets(catalog, [fid_enc.name], [sim, real], device=device, batch_size=batch_size, workers=2,
                    progress=progress, runner=engine.embed_runner if engine else None)
-        res["fid"] = fid_section(catalog, sim, real, fid_enc, groups=_groups, random_state=random_state)
+        res["fid"] = fid_section(catalog, sim, real, fid_enc, groups=_groups, random_state=random_state,
+                                 resampling=rs)
     entries, encs = [], []
     for cand in cands:
         enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
-        entry = analyze_encoder(catalog, sim, real, enc, random_state=random_state)
+        entry = analyze_encoder(catalog, sim, real, enc, random_state=random_state, resampling=rs)
         entry.update(name=cand.label, encoder=cand.name)
         entry["skipped"] = catalog.embedding_skip_reasons(sim, enc.fingerprint) + catalog.embedding_skip_reasons(real, enc.fingerprint)
         entries.append(entry)
@@ -318,7 +329,7 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | 
     entries.sort(key=lambda e: (e["rank"] is None, e["reference"], e["rank"] or 0, e["name"]))
     stats_findings = with_residual([Finding(**{k: f[k] for k in ("code", "severity", "title", "evidence", "action",
                                                                  "score")}) for f in res["findings"]], entries)
-    det, det_findings = detection_results(catalog, sim, real, random_state=random_state)
+    det, det_findings = detection_results(catalog, sim, real, random_state=random_state, resampling=rs)
     if det is not None:
         res["detection"] = det
     refused, rest = refusal_findings(entries, {n: (res["stats"].get(n) or {}).get("dtypes") or {} for n in (sim, real)},
@@ -329,6 +340,7 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | 
         version=__version__,
         config={"sim": sim, "real": real, "encoders": names, "device": device, "batch_size": batch_size,
                 "precision": precision, "random_state": random_state, "attribution": attribution,
+                "resampling": rs.to_dict(),
                 **sweep_config(cands),
                 **({"inception_weights": inception_weights} if inception_weights is not None else {})},
         encoders=entries,

@@ -17,6 +17,7 @@ from perception_gap.catalog import Catalog
 from perception_gap.embed import default_encoders, embed_sets, load_encoder
 from perception_gap.errors import InputError, InsufficientData
 from perception_gap.findings import Finding, order_findings
+from perception_gap.metrics.settings import Resampling
 from perception_gap.statistics.summary import summarize_set
 from perception_gap.version import __version__
 from perception_gap.workflows import screening
@@ -31,8 +32,9 @@ Progress = Callable[[int, int], None]
 
 def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: list[str | Candidate] | None = None,
                baseline: str | None = None, device: str = "auto", batch_size: int | str = 32,
-               workers: int | None = None, n_boot: int = 1000, random_state: int = 0,
-               progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
+               workers: int | None = None, n_boot: int = screening.N_BOOT, random_state: int = 0,
+               progress: Progress | None = None, precision: str = "fp32",
+               resampling: Resampling | None = None) -> dict[str, Any]:
     """Which of `sims` is closest to `real`: raw statistics and every encoder, paired bootstrap.
 
     Returns:
@@ -41,6 +43,9 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
     """
     from perception_gap.diagnoses.checks import diagnose
 
+    # `resampling`, when it sets them, wins over `n_boot` and `random_state`
+    rs = resampling or Resampling()
+    n_boot, random_state, level = rs.n("screen", n_boot), rs.random_state(random_state), rs.ci()
     if len(sims) < 2:
         raise InputError(f"Expected at least two --sim sets to screen, got {len(sims)}.")
     if not 10 <= n_boot <= 100_000:
@@ -104,7 +109,7 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
             skipped_views[view] = str(e)
     if not views:
         raise InputError("No view could be computed: " + "; ".join(f"{k}: {v}" for k, v in skipped_views.items()))
-    scr = screening.rank_renderings(views, sims, baseline=baseline)
+    scr = screening.rank_renderings(views, sims, baseline=baseline, ci=level)
     scr["skipped_views"] = skipped_views
     scr["n_scenes"] = len(index)  # the bootstrap's clusters, counted by kind in `resampling_units`
     scr["resampling_units"] = _unit_counts(index)

@@ -36,9 +36,10 @@ from perception_gap.metrics.bootstrap import centred_ci
 from perception_gap.metrics.centroid import DEFAULT_N_COMPONENTS, cluster_stats, normed, scaled_distance
 from perception_gap.metrics.projection import Rows, fit_projection
 from perception_gap.metrics.resampling import cluster_counts, episode_blocks, few_clusters
+from perception_gap.metrics.settings import REPLICATES
 from perception_gap.statistics.image import ImageStats
 
-N_BOOT = 1_000
+N_BOOT = REPLICATES["screen"]
 
 
 @dataclass(frozen=True)
