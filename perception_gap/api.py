@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from perception_gap.api_camera import camera_model
 from perception_gap.api_checks import latency, policy_check, rank_fidelity, replay, reprojection, rollouts
@@ -46,6 +46,9 @@ from perception_gap.errors import InputError
 from perception_gap.ingest import IndexReport
 from perception_gap.ingest import index_folder as _index_folder
 from perception_gap.ingest import index_manifest as _index_manifest
+
+if TYPE_CHECKING:  # annotations only: the settings load with the workflows
+    from perception_gap.metrics.settings import Resampling
 
 PathLike = str | os.PathLike[str]
 Progress = Callable[[int, int], None]
@@ -233,7 +236,8 @@ def embed_sets(catalog: Catalog, encoders: list[str], sets: list[str] | None = N
 def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = None, out: PathLike | None = None,
         device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
         progress: Progress | None = None, precision: str = "fp32",
-        inception_weights: PathLike | None = None, attribution: bool = True) -> dict[str, Any]:
+        inception_weights: PathLike | None = None, attribution: bool = True,
+        resampling: Resampling | None = None) -> dict[str, Any]:
     """The whole analysis of `sim` against `real`: statistics, embeddings, gap metrics, probes, ranking, findings.
 
     Args:
@@ -252,6 +256,7 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
         attribution: fit the real camera (`res["camera_model"]`, written as camera_model.json with
             `out`) and measure the share of each encoder's gap its factors close
             (`encoders[i]["attribution"]`).
+        resampling: bootstrap replicates, interval level and seed (`metrics.settings.Resampling`); None: defaults.
 
     Returns:
         The results.json structure: `sets`, `findings`, `encoders`, `detection` (when boxes exist), ...
@@ -269,7 +274,7 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
     res = run_job(catalog, sim, real, encoder_names=encoders, device=device, batch_size=batch_size,
                   workers=workers, progress=progress, precision=precision,
                   inception_weights=None if inception_weights is None else str(inception_weights),
-                  attribution=attribution)
+                  attribution=attribution, resampling=resampling)
     if out is not None:
         write_outputs(res, out)
     return res
@@ -279,7 +284,7 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
 def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] | None = None,
            baseline: str | None = None, out: PathLike | None = None, n_boot: int = 1000, device: str = "auto",
            batch_size: int | str = 32, workers: int | None = None, progress: Progress | None = None,
-           precision: str = "fp32") -> dict[str, Any]:
+           precision: str = "fp32", resampling: Resampling | None = None) -> dict[str, Any]:
     """Which of several sim renderings (`sims`, sets of the same scenes) is closest to `real`, with a paired bootstrap.
 
     Args:
@@ -289,12 +294,13 @@ def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] 
         encoders: encoder names; None: every available one; `[]`: raw statistics only.
         baseline: one of `sims`; `res["screen"]["passed"]` is False when another is significantly worse.
         out: when given, write `results.json` and `report.html` into this folder.
-        n_boot: bootstrap replicates over scenes.
+        n_boot: bootstrap replicates over scenes (`resampling.replicates`, when set, wins).
         device: `auto`, `cpu` or `cuda`.
         batch_size: frames per model call, or `auto`.
         workers: processes and decoding threads (default: all cores).
         progress: called as progress(done, total).
         precision: `fp32`, `fp16` (CUDA) or `bf16`.
+        resampling: bootstrap replicates, interval level and seed (`metrics.settings.Resampling`); None: defaults.
 
     Returns:
         The results.json structure with `screen` (`ranking`, `pairwise`, `closest`, ...).
@@ -312,7 +318,8 @@ def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] 
     from perception_gap.workflows.screen import screen_job
 
     res = screen_job(catalog, sims, real, encoder_names=encoders, baseline=baseline, device=device,
-                     batch_size=batch_size, workers=workers, n_boot=n_boot, progress=progress, precision=precision)
+                     batch_size=batch_size, workers=workers, n_boot=n_boot, progress=progress, precision=precision,
+                     resampling=resampling)
     if out is not None:
         write_outputs(res, out)
     return res
@@ -321,7 +328,8 @@ def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] 
 def drift(catalog: Catalog, baseline: str, current: str, *, encoders: list[str] | None = None,
           config: PathLike | dict[str, dict[str, Any]] | None = None, out: PathLike | None = None,
           device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
-          progress: Progress | None = None, precision: str = "fp32") -> dict[str, Any]:
+          progress: Progress | None = None, precision: str = "fp32",
+          resampling: Resampling | None = None) -> dict[str, Any]:
     """Gate the frames of set `current` against the stored `baseline` set.
 
     Args:
@@ -336,6 +344,7 @@ def drift(catalog: Catalog, baseline: str, current: str, *, encoders: list[str] 
         workers: processes and decoding threads (default: all cores).
         progress: called as progress(done, total).
         precision: `fp32`, `fp16` (CUDA) or `bf16`.
+        resampling: bootstrap replicates, interval level and seed (`metrics.settings.Resampling`); None: the defaults (drift: its config's [bootstrap]).
 
     Returns:
         The results.json structure with `drift` (`gates`, `passed`, `history`).
@@ -353,7 +362,8 @@ def drift(catalog: Catalog, baseline: str, current: str, *, encoders: list[str] 
 
     cfg = config if isinstance(config, dict) else load_config(None if config is None else str(config))
     res = drift_job(catalog, baseline, current, encoder_names=encoders, config=cfg, device=device,
-                    batch_size=batch_size, workers=workers, progress=progress, precision=precision)
+                    batch_size=batch_size, workers=workers, progress=progress, precision=precision,
+                    resampling=resampling)
     if out is not None:
         write_outputs(res, out)
     return res

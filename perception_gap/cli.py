@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--wait", type=finite_float(0.0, 86_400.0), default=0.0, metavar="SECONDS",
                         help="when another command is writing the catalog, wait up to this long for it "
                              "(default 0: exit 2 at once, naming it)")
+    # resampling of the reported intervals (run, screen, drift); unset: each interval's own default
+    common.add_argument("--bootstrap", type=bounded_int(10, 100_000), default=None, metavar="N",
+                        help="bootstrap replicates for every interval, 10 to 100000 (default: each one's own)")
+    common.add_argument("--ci-level", type=finite_float(0.5, 1.0, low_open=True, high_open=True), default=None,
+                        metavar="LEVEL", help="confidence level of the intervals, in (0.5, 1) (default 0.95)")
 
     engine = argparse.ArgumentParser(add_help=False)
     engine.add_argument("--engine", choices=("local", "ray"), default="local",
