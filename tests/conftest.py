@@ -27,6 +27,27 @@ def shared_data_dir() -> Path:
     return Path(env) if env else REPO.parent / "shared" / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _results_schema_session(tmp_path_factory: pytest.TempPathFactory):
+    """At the end, every results.json under the session's temporary folders (module and session
+    fixtures' included) matches docs/results.schema.json."""
+    yield
+    from results_schema_check import check_results_files
+
+    check_results_files(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(autouse=True)
+def _results_schema(request: pytest.FixtureRequest):
+    """After each test that has a `tmp_path`: every results.json it wrote matches the schema."""
+    folder = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if folder is not None:
+        from results_schema_check import check_results_files
+
+        check_results_files(folder)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     d = shared_data_dir()
