@@ -49,6 +49,7 @@ from perception_gap.ingest import index_manifest as _index_manifest
 
 if TYPE_CHECKING:  # annotations only: the settings load with the workflows
     from perception_gap.metrics.settings import Resampling
+    from perception_gap.schema import Results
 
 PathLike = str | os.PathLike[str]
 Progress = Callable[[int, int], None]
@@ -435,17 +436,18 @@ def run_demo(out: PathLike, *, inject: str | None = None, encoders: list[str] | 
         return run(cat, files.sim_set, files.real_set, encoders=encoders, workers=workers, out=folder)
 
 
-def load_results(path: PathLike) -> dict[str, Any]:
-    """A `results.json` written by any command or by `write_outputs` (a file, or the folder holding it).
+def load_results(path: PathLike) -> Results:
+    """A `results.json` written by any command or by `write_outputs` (a file, or the folder holding it), typed.
 
     Args:
         path: the file, or its folder.
 
     Returns:
-        The results as written.
+        A `perception_gap.schema.Results`: typed sections (`res.encoders[0].rank`), `res.to_dict()` the JSON
+        form (unknown keys kept), and a read-only mapping of that form (`res["findings"]`, `res.get("fid")`).
 
     Raises:
-        InputError: no such file, or not JSON.
+        InputError: no such file, not JSON, or a section without a key it must have (named).
 
     Examples:
         >>> import perception_gap as pg
@@ -459,11 +461,14 @@ def load_results(path: PathLike) -> dict[str, Any]:
     if p.is_dir():
         p = p / "results.json"
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"No results file at {str(p)!r}.") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(f"Expected a results.json file at {str(p)!r}: {e}.") from None
+    from perception_gap.schema import Results  # the sections import the metrics' result classes: on use
+
+    return Results.from_dict(data, where="results.json")
 
 
 def write_outputs(results: dict[str, Any], out: PathLike) -> Path:
