@@ -101,6 +101,16 @@ def make_fingerprint(parts: dict[str, Any]) -> str:
     return hashlib.blake2b(blob.encode("utf-8"), digest_size=16).hexdigest()
 
 
+def module_installed(module: str) -> bool:
+    """Whether `module` can be imported here (looked up, not imported: cheap)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def resolve_device(device: str) -> str:
     """"cpu" | "cuda" | "auto" -> a torch device string; "auto" takes CUDA when present."""
     if device not in DEVICES:
@@ -178,6 +188,9 @@ class Encoder(ABC):
     # setting). An encoder whose model costs little next to decoding (the pixel baseline) runs
     # on one, and the stage's decode threads keep the cores.
     cpu_threads: ClassVar[int | None] = None
+    # the modules running the model needs (top-level names): an encoder whose modules are missing
+    # is left out of the defaults, and asking for it names the optional install that brings them
+    requires: ClassVar[tuple[str, ...]] = ("torch",)
 
     def __init__(self, name: str, *, device: str = "cpu", precision: str = "fp32") -> None:
         if device not in DEVICES:
@@ -213,6 +226,10 @@ class Encoder(ABC):
     def weights_source(self) -> str:
         """Where the weights come from (a path, or a short note); for listings."""
         return ""
+
+    def missing_modules(self) -> list[str]:
+        """The modules of `requires` that are not installed here (empty when it can run)."""
+        return [m for m in self.requires if not module_installed(m)]
 
     @abstractmethod
     def _fingerprint_parts(self) -> dict[str, Any]:

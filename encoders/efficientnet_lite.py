@@ -112,6 +112,7 @@ class EfficientNetLiteEncoder(Encoder):
 
     family = "imagenet"
     adapter_version = "1"
+    requires = ("torch", "timm")
 
     def __init__(self, variant: int, *, device: str = "cpu", precision: str = "fp32") -> None:
         if variant not in _VARIANTS:

@@ -139,6 +139,7 @@ class HFEncoder(Encoder):
 
     family = "imagenet"
     adapter_version = "1"
+    requires = ("torch", "transformers")
 
     def __init__(self, source: str, pooling: str | None = None, *, device: str = "cpu", precision: str = "fp32",
                  cache_dir: str | None = None) -> None:

@@ -165,6 +165,7 @@ class OpenClipEncoder(Encoder):
 
     family = "clip"
     adapter_version = "1"
+    requires = ("torch", "open_clip")
 
     def __init__(
         self,

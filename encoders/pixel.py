@@ -12,15 +12,22 @@ concatenates:
 
 Defaults (thumb 16, bins 16, work 64) give 768 + 48 = 816 dimensions. Deterministic and
 exact (no learned weights); the fingerprint covers these parameters.
+
+It needs no torch: where torch is not installed, `preprocess` returns a numpy batch and `encode`
+computes the same statistics in numpy (`pixel_features`), to the same bits as the torch path
+(tested), so vectors cached by one install serve the other.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import contextlib
+from typing import TYPE_CHECKING, Any, Sequence
 
-from perception_gap.encoders.base import Encoder
+import numpy as np
+
+from perception_gap.encoders.base import Encoder, module_installed
 from perception_gap.encoders.errors import EncoderError
-from perception_gap.encoders.preprocessing import Preprocessing
+from perception_gap.encoders.preprocessing import Preprocessing, preprocess_images_numpy
 from perception_gap.encoders.registry import register_encoder
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,6 +36,33 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class _Identity:
     """Stands in for a model: the pixel baseline has nothing to load."""
+
+
+def pixel_features(batch: np.ndarray, thumb_size: int, bins: int) -> np.ndarray:
+    """The pixel baseline's vectors of a preprocessed batch, in numpy.
+
+    Float32 arithmetic in torch's order (the thumbnail sums each k x k block row by row, then
+    divides), so the vectors equal the torch path's bit for bit.
+
+    Args:
+        batch: (N, 3, S, S) float32 in [0, 1], S a multiple of `thumb_size`.
+
+    Returns:
+        (N, 3 * thumb_size**2 + 3 * bins) float32.
+    """
+    n, _, size, _ = batch.shape
+    k = size // thumb_size
+    blocks = batch.reshape(n, 3, thumb_size, k, thumb_size, k)
+    acc = np.zeros((n, 3, thumb_size, thumb_size), np.float32)
+    for i in range(k):
+        for j in range(k):
+            acc += blocks[:, :, :, i, :, j]
+    thumb = (acc / np.float32(k * k)).reshape(n, -1)
+    idx = np.clip(np.floor(batch * np.float32(bins)), 0, bins - 1).astype(np.int64).reshape(n * 3, -1)
+    offsets = (np.arange(n * 3) * bins)[:, None]
+    counts = np.bincount((idx + offsets).ravel(), minlength=n * 3 * bins).astype(np.float32)
+    hist = (counts.reshape(n * 3, bins) / np.float32(idx.shape[-1])).reshape(n, -1)
+    return np.concatenate([thumb, hist], axis=1)
 
 
 class PixelEncoder(Encoder):
@@ -50,6 +84,7 @@ class PixelEncoder(Encoder):
     # two OpenMP threads per call, fighting the embed stage's decode threads for two cores, the
     # same work took several times longer. The numbers do not depend on the thread count (tested).
     cpu_threads = 1
+    requires = ()
 
     def __init__(self, *, thumb_size: int = 16, bins: int = 16, work_size: int = 64, device: str = "cpu",
                  precision: str = "fp32") -> None:
@@ -92,6 +127,37 @@ class PixelEncoder(Encoder):
 
     def _load(self, device: str) -> Any:
         return _Identity()
+
+    # --- the numpy path, where torch is not installed --------------------------------------
+    @property
+    def device(self) -> str:
+        if module_installed("torch"):
+            return super().device
+        if self.device_request == "cuda":
+            raise EncoderError("Expected `device` 'cpu' or 'auto' without torch, got 'cuda' (CUDA runs through torch).")
+        return "cpu"
+
+    def preprocess(self, images: Sequence[Any]) -> Any:
+        """As `Encoder.preprocess`; a float32 numpy array (N, 3, S, S) where torch is not installed."""
+        if module_installed("torch"):
+            return super().preprocess(images)
+        return preprocess_images_numpy(images, self.preprocessing)
+
+    def stage(self, batch: Any) -> Any:
+        return batch if isinstance(batch, np.ndarray) else super().stage(batch)
+
+    def stage_threads(self) -> Any:
+        return super().stage_threads() if module_installed("torch") else contextlib.nullcontext()
+
+    def encode(self, batch: Any) -> np.ndarray:
+        """As `Encoder.encode`; also takes the numpy batch `preprocess` gives without torch."""
+        if not isinstance(batch, np.ndarray):
+            return super().encode(batch)
+        expected = (3, *self.preprocessing.size)
+        if batch.ndim != 4 or tuple(batch.shape[1:]) != expected or batch.dtype != np.float32:
+            raise EncoderError(f"Expected `batch` as a float32 array of shape (N, {', '.join(map(str, expected))}), "
+                               f"got {batch.dtype} {tuple(batch.shape)}.")
+        return pixel_features(batch, self.thumb_size, self.bins)
 
     def _forward(self, model: Any, batch: "torch.Tensor") -> "torch.Tensor":
         import torch

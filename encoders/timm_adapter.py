@@ -78,6 +78,7 @@ class TimmEncoder(Encoder):
 
     family = "imagenet"
     adapter_version = "1"
+    requires = ("torch", "timm")
 
     def __init__(self, model_name: str, weights: str | None = None, *, device: str = "cpu",
                  precision: str = "fp32", cache_dir: str | None = None) -> None:

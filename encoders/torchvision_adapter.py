@@ -110,6 +110,7 @@ class TorchvisionEncoder(Encoder):
 
     family = "imagenet"
     adapter_version = "1"
+    requires = ("torch", "torchvision")
 
     def __init__(self, arch: str, weights: str, *, device: str = "cpu", precision: str = "fp32") -> None:
         name = f"{TORCHVISION_PREFIX}{arch}@{weights}"

@@ -381,6 +381,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except PerceptionGapError as e:
         return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    except ModuleNotFoundError as e:  # an optional install reached deep in a command: name it, no traceback
+        from perception_gap.extras import extra_of, missing_message
+
+        extra = extra_of(e)
+        if extra is None:
+            raise
+        return _fail(missing_message(f"`{args.command}` ({e.name} is not installed)", extra))
     except KeyboardInterrupt:
         return _fail("interrupted; finished batches are kept in the catalog, rerun to complete.")
 

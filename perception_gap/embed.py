@@ -126,11 +126,20 @@ class _SweepClock:
 
 
 def default_encoders() -> list[str]:
-    """Every registered encoder whose weights are available here."""
+    """Every registered encoder that can run here: its weights available and its modules installed
+    (without torch, the pixel baseline alone)."""
     from perception_gap import encoders
+    from perception_gap.extras import MODULE_EXTRAS, install_command
 
-    return [i.name for i in encoders.describe_encoders() if i.weights_available]
-
+    encs = [encoders.get_encoder(name) for name in encoders.list_encoders()]
+    missing = {e.name: e.missing_modules() for e in encs}
+    left_out = [name for name, mods in missing.items() if mods]
+    if left_out:
+        mods = sorted({m for name in left_out for m in missing[name]})
+        extras = sorted({MODULE_EXTRAS.get(m, "encoders") for m in mods})
+        log.warning("%s not installed: left out %s; %s adds them.", ", ".join(mods), ", ".join(left_out),
+                    " and ".join(install_command(x) for x in extras))
+    return [e.name for e in encs if not missing[e.name] and e.weights_available()]
 
 
 def load_encoder(name: str, *, device: str = "auto", precision: str = "fp32") -> Any:
@@ -138,9 +147,13 @@ def load_encoder(name: str, *, device: str = "auto", precision: str = "fp32") ->
     CUDA request without CUDA, or a precision the device cannot run (checked here, before any
     work, whenever the request is not the plain `auto`/fp32)."""
     from perception_gap import encoders
+    from perception_gap.extras import MODULE_EXTRAS, MissingExtraError, extra_of, missing_message
 
     try:
         enc = encoders.get_encoder(name, device=device, precision=precision)
+        missing = enc.missing_modules()
+        if missing:
+            raise MissingExtraError(missing_message(name, MODULE_EXTRAS.get(missing[0], "encoders")))
         if device == "cuda" or precision != "fp32":
             enc.device  # noqa: B018 (resolves the device and checks the precision on it)
         if not enc.weights_available():
@@ -148,6 +161,10 @@ def load_encoder(name: str, *, device: str = "auto", precision: str = "fp32") ->
         return enc
     except encoders.EncoderError as e:
         raise InputError(str(e).splitlines()[0]) from None
+    except ModuleNotFoundError as e:  # a prefixed name's resolver imports its library (open_clip:, timm:, ...)
+        if extra_of(e) is None:
+            raise
+        raise MissingExtraError(missing_message(name, extra_of(e) or "encoders")) from None
 
 
 def parse_encoder_list(spec: str | list[str] | None) -> list[str]:

@@ -138,6 +138,7 @@ def build_demo(out_dir: Path, *, inject: str | None = None, n_episodes: int = 24
     Raises:
         ValueError: an unknown `inject` code or bad sizes.
         RuntimeError: MuJoCo cannot render here (no OpenGL backend), or the child process died.
+        MissingExtraError: MuJoCo is not installed (the `demo` extra).
     """
     if inject is not None and inject not in INJECTIONS:
         raise ValueError(f"Expected `inject` in {sorted(INJECTIONS)} or None, got {inject!r}.")
@@ -161,6 +162,10 @@ def build_demo(out_dir: Path, *, inject: str | None = None, n_episodes: int = 24
         last = lines[-1] if lines else f"exit code {proc.returncode}"
         if last.startswith("ValueError: "):
             raise ValueError(last[len("ValueError: "):])
+        if last.startswith("ModuleNotFoundError: ") and "mujoco" in last:
+            from perception_gap.extras import MissingExtraError, missing_message
+
+            raise MissingExtraError(missing_message("the demo", "demo"))
         raise RuntimeError(f"MuJoCo demo rendering failed in its child process: {last}")
     return _from_json(proc.stdout.strip().splitlines()[-1])
 
