@@ -15,9 +15,9 @@ import sys
 from typing import Callable
 
 # OpenMP threads (torch's) that wait between parallel regions sleep instead of spinning: the
-# embed stage decodes and resizes frames in threads while the model runs, and on a 2-core
-# machine every spinning OpenMP thread took a core from them (10,000 small frames: 23 s of
-# wall time instead of 16). Set before torch is imported; a user's own setting wins.
+# embed stage decodes and resizes frames in threads while the model runs, and on a small
+# machine a spinning OpenMP thread takes a core from them (measured in bench/README.md, "The
+# embed stage and OpenMP's wait policy"). Set before torch is imported; a user's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from perception_gap.commands.flags import bounded_int, finite_float, non_negative, positive

@@ -17,8 +17,7 @@ from perception_gap.statistics.image import ImageStats
 SCHEMA_VERSION = 3
 # How the cached statistics are computed: raised whenever a statistic's definition changes (not
 # its columns, which migrate by themselves), so that a catalog holding statistics of an older
-# definition drops its cache and measures again. 2: depth edge profiles average over valid
-# neighbour pairs only; 3: `grad_xy` adds the two-pixel difference energies (directional smoothness).
+# definition drops its cache and measures again. What each revision changed: CHANGELOG.md.
 STATS_REVISION = 3
 # Columns each schema version added to `frames`, applied in order by `Catalog._migrate`
 # (version 2: frames inside containers, see `perception_gap.ingest.containers`; version 3: depth

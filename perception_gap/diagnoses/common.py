@@ -13,9 +13,10 @@ from typing import Sequence
 import numpy as np
 
 # ---------------------------------------------------------------------------------------------
-# Thresholds. Each was tuned on the clean cases (real frames vs the same frames with sigma 2/255
-# Gaussian noise and JPEG q90 re-encoding; two halves of one real set) and on injected faults,
-# on synthetic scenes and on the real photos in ../shared/data (see tests/test_plumbing.py).
+# Thresholds, set between what clean cases read (real frames vs the same frames with sigma 2/255
+# Gaussian noise and JPEG q90 re-encoding; two halves of one real set) and what injected faults
+# read, on synthetic scenes and real photos (tests/test_plumbing.py). The figures behind each:
+# bench/README.md, "Where the diagnoses' thresholds come from".
 # ---------------------------------------------------------------------------------------------
 
 # Pairs needed before per-pair medians are trusted; below this, set distributions are compared.
@@ -25,18 +26,14 @@ MIN_PAIRS = 3
 DIST_Z = 3.0
 # ... and the two sets must also differ by rank: a two-sided Mann-Whitney test at DIST_ALPHA
 # (exact for small sets). The z bar alone assumes a normal sampling distribution of the median,
-# which small sets of different scenes do not have: random disjoint halves of one real camera
-# (tune cameras, 300 splits each) raised a white-balance gap in 3-13% of splits at 3-4 frames a
-# side and 0.3-4% at 8; with the rank test 0-0.7% at 5 or more a side. Sets too small for the
-# test to reach DIST_ALPHA at all (4 v 4: the smallest two-sided p is 2/70) need complete separation
-# (every frame of one side beyond every frame of the other) by at least SMALL_SET_MARGIN x the
-# check's own practical bar between the nearest frames of the two sides (the `margin` of
-# `dist_clear`; checks without one, the high-frequency signatures, are never clear there). Complete
-# separation alone raised a bug or gap on 5 of 360 clean 4 v 4 controls of the tune cameras (1.4%:
-# a 0.69-stop brightness gap, white-balance gaps, an aliasing bug on one split; `bench_truth.py
-# --split tune --family control --frames 8 --seeds 30 --basis unpaired`): many statistics each get
-# their 2/70. With 1 x the bar, one white-balance gap stayed (nearest frames 0.11 log2 apart in
-# B/G); with 2 x, none. Such sets also get an `insufficient_data` info.
+# which small sets of different scenes do not have: disjoint halves of one real camera would raise
+# gaps that the rank test keeps quiet. Sets too small for the test to reach DIST_ALPHA at all
+# (4 v 4: the smallest two-sided p is 2/70) need complete separation (every frame of one side beyond
+# every frame of the other) by at least SMALL_SET_MARGIN x the check's own practical bar between the
+# nearest frames of the two sides (the `margin` of `dist_clear`; checks without one, the
+# high-frequency signatures, are never clear there): complete separation alone is not enough, since
+# many statistics each get their 2/70, and 2 x the bar is the smallest margin that keeps clean small
+# controls quiet. Such sets also get an `insufficient_data` info.
 DIST_ALPHA = 0.01
 SMALL_SET_MARGIN = 2.0
 # The smallest equal set size at which the rank test can reach DIST_ALPHA at all (the most
@@ -44,11 +41,9 @@ SMALL_SET_MARGIN = 2.0
 DIST_MIN_FRAMES = next(n for n in range(2, 64) if 2 / math.comb(2 * n, n) <= DIST_ALPHA)
 # Unpaired, the high-frequency signatures of a resize filter or a blur (per-frame spectral shape and
 # slope) vary from scene to scene, and at 5-7 frames a side the rank test needs (nearly) every frame
-# of one side beyond every frame of the other: on the tune cameras, 5 a side, 10 seeds, at/above
-# the magnitude limits, resize_filter was named in 47/80 and sharpness in 14/20 (the misses
-# silent), against 100% from 8 a side (`bench_truth.py --split tune --basis unpaired --frames 10
-# --seeds 10` and `--seeds 6`). Below this many frames a side, unpaired sets that name neither get
-# an `insufficient_data` info saying so.
+# of one side beyond every frame of the other, so a resize filter or a blur at its magnitude limit
+# is often missed (silently); from 8 a side it is named. Below this many frames a side, unpaired
+# sets that name neither get an `insufficient_data` info saying so.
 HF_MIN_FRAMES = 8
 
 
