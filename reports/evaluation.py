@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jinja2 import Environment
 from markupsafe import Markup
 
-from perception_gap.reports import safe_text
+from perception_gap.reports import page
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import MISSING, ci, compact, labelled, num, signed
 from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _ok, _png, legend_beside
@@ -103,26 +102,31 @@ def stage_bars(stages: Mapping[str, Mapping[str, Any]], order: Sequence[str], ti
     return _png(fig)
 
 
-TEMPLATE = r"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
-<title>perception-gap {{ kind }}</title>
-<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:0 auto;padding:1em;color:#222}
-table{border-collapse:collapse;font-size:.85em;margin:.4em 0 1em}th,td{border:1px solid #ddd;padding:.2em .5em}
-th{background:#f4f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums}.finding{border-left:4px solid #d9822b;
-padding:.2em .8em;margin:.6em 0}.muted{color:#666;font-size:.85em}img{max-width:100%}.fail{color:#c0392b;font-weight:700}</style>
-</head><body>
-<h1>{{ title }}</h1><p class="muted">perception-gap {{ version }} &middot; {{ source }}</p>
-{% if gates %}<h2>Gates</h2><table id="gates"><tr><th>gate</th><th>value</th><th>threshold</th><th>result</th></tr>
-{% for g in gates %}<tr><td>{{ g.name }}</td><td class="n">{{ g.value }}</td><td class="n">{{ g.threshold }}</td>
-<td{% if g.word not in ("PASS", "SKIP") %} class="fail"{% endif %}><b>{{ g.word }}</b>: {{ g.rule }}</td></tr>{% endfor %}</table>{% endif %}
-<h2>Findings</h2>{% for f in findings %}<div class="finding"><b>[{{ f.severity }}] {{ f.code }}</b>: {{ f.title }}
-<div>action: {{ f.action }}</div></div>{% else %}<p>none</p>{% endfor %}
-{% for p in plots %}<img src="{{ p }}" alt="plot">{% endfor %}
-{% for t in tables %}<h2>{{ t.title }}</h2><table><tr>{% for h in t.head %}<th>{{ h }}</th>{% endfor %}</tr>
-{% for r in t.rows %}<tr>{% for c in r %}<td class="n">{{ c }}</td>{% endfor %}</tr>{% endfor %}</table>{% endfor %}
-{% if skipped %}<h2>Skipped</h2><ul>{% for s in skipped %}<li>{{ s }}</li>{% endfor %}</ul>{% endif %}
-</body></html>"""
+TEMPLATE = r"""{% extends "page.html" %}
+{% from "parts.html" import findings_brief, plot, table %}
+{% block title %}perception-gap {{ kind }}{% endblock %}
+{% block heading %}{{ title }}{% endblock %}
+{% block byline %} &middot; {{ source }}{% endblock %}
+{% block nav %}{% if gates %}<a href="#gates-section">Gates</a>{% endif %}<a href="#findings">Findings</a>{% if plots %}<a href="#plots">Plots</a>{% endif %}{% if tables %}<a href="#tables">Tables</a>{% endif %}{% if skipped %}<a href="#skipped">Skipped</a>{% endif %}{% endblock %}
+{% block content %}
+{% if gates %}
+<section id="gates-section"><h2>Gates</h2>
+<table id="gates"><tr><th>gate</th><th>value</th><th>threshold</th><th>result</th></tr>
+{% for g in gates %}<tr><td>{{ g.name }}</td><td class="n">{{ g.value }}</td><td class="n">{{ g.threshold }}</td><td{% if g.word not in ("PASS", "SKIP") %} class="fail"{% endif %}><b>{{ g.word }}</b>: {{ g.rule }}</td></tr>{% endfor %}
+</table></section>
+{% endif %}
+<section id="findings"><h2>Findings</h2>
+{{ findings_brief(findings) }}
+</section>
+{% if plots %}<section id="plots">{% for p in plots %}{{ plot(p, "plot") }}{% endfor %}</section>{% endif %}
+<section id="tables">
+{% for t in tables %}<h2>{{ t.title }}</h2>
+{{ table(t.head, t.rows) }}
+{% endfor %}
+</section>
+{% if skipped %}<section id="skipped"><h2>Skipped</h2><ul>{% for s in skipped %}<li>{{ s }}</li>{% endfor %}</ul></section>{% endif %}
+{% endblock %}
+"""
 
 
 def _rollouts(sec: Mapping[str, Any]) -> tuple[list[Markup], list[dict[str, Any]]]:
@@ -186,9 +190,9 @@ def render_evaluation(results: Mapping[str, Any]) -> str:
     sec = results[kind]
     title, build = _SECTIONS[kind]
     plots, tables = build(sec)
-    env = Environment(autoescape=True, finalize=safe_text.finalize)
-    return env.from_string(TEMPLATE).render(
-        kind=kind, title=title, version=results.get("version"), source=(results.get("config") or {}).get("file"),
+    return page.render(
+        TEMPLATE, kind=kind, title=title, version=results.get("version"),
+        source=(results.get("config") or {}).get("file"),
         gates=[{"name": g.get("name"), "value": num(g.get("value")), "threshold": num(g.get("threshold")),
                 "word": outcome(g), "rule": threshold_rule(g)} for g in sec.get("gates") or []],
         findings=results.get("findings") or [], plots=plots, tables=tables,

@@ -13,10 +13,10 @@ from typing import Any
 
 from markupsafe import Markup
 
+from perception_gap.reports import page
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import num
 from perception_gap.reports.plots import PALETTE, REAL_COLOR, SIM_COLOR, _figure, _png, legend_beside
-from perception_gap.reports.safe_text import escape
 from perception_gap.wording import sig
 
 MAX_LAYERS = 4
@@ -24,17 +24,6 @@ MAX_LAYERS = 4
 
 def _ok(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _img(src: Markup | None, alt: str) -> str:
-    return f'<img class="plot" alt="{escape(alt)}" src="{src}">' if src else ""
-
-
-def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], ident: str) -> str:
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f'<td class="n">{escape(c if isinstance(c, str) else num(c))}</td>'
-                                    for c in r) + "</tr>" for r in rows)
-    return f'<table id="{ident}"><tr>{th}</tr>{body}</table>'
 
 
 def policy_plot(per_dim: Sequence[Mapping[str, Any]]) -> Markup | None:
@@ -187,6 +176,61 @@ def coverage_plot(rep: Mapping[str, Any]) -> Markup | None:
     return _png(fig)
 
 
+PAGE = r"""{% extends "page.html" %}
+{% from "parts.html" import findings_brief, gate_line, plot, table %}
+{% block title %}perception-gap geometry report{% endblock %}
+{% block heading %}After the gap hunt: policy, replay, reprojection{% endblock %}
+{% block nav %}<a href="#findings">Findings</a>{% if policy %}<a href="#policy-check">Policy check</a>{% endif %}{% if replay %}<a href="#replay">Replay</a>{% endif %}{% if reprojection %}<a href="#reprojection">Reprojection</a>{% endif %}{% endblock %}
+{% block content %}
+<section id="findings"><h2>Findings</h2>
+{{ findings_brief(findings) }}
+</section>
+{% if policy %}
+<section id="policy-check"><h2>Policy check</h2>
+<p>{{ policy.n_pairs }} pairs through <code>{{ policy.spec }}</code>.</p>
+{{ gate_line(policy.gate) }}
+{{ table(["dim", "sim std", "real std", "paired diff (real - sim)", "|diff| / sim std"], policy.rows, "policy-dims") }}
+{{ plot(policy.plot, "actions") }}
+</section>
+{% endif %}
+{% if replay %}
+<section id="replay"><h2>Replay</h2>
+<p>Mean translation error {{ replay.translation_mm }} mm, mean rotation error {{ replay.rotation_deg }} deg, divergence from step {{ replay.divergence }}.</p>
+{{ gate_line(replay.gate) }}
+{{ table(["episode", "translation mean (m)", "rotation mean (deg)", "divergence step", "first contact", "cause"], replay.rows, "replay-episodes") }}
+{{ plot(replay.plot, "replay") }}
+</section>
+{% endif %}
+{% if reprojection %}{% set rep = reprojection %}
+<section id="reprojection"><h2>Reprojection</h2>
+{{ gate_line(rep.gate) }}
+{{ table(["", "value"], rep.rows, "reprojection-summary") }}
+{% if rep.known %}<p>Known points: {{ rep.known.n }}; real model RMS {{ rep.known.real_rms }} px, sim model RMS {{ rep.known.sim_rms }} px.</p>{% endif %}
+{% if rep.fit %}{% set fit = rep.fit %}
+<h3>Camera fit</h3>
+<p>The sim camera's offsets that best reproduce the real projections (error {{ fit.error_rms }} px RMS over {{ fit.n_points }} points). Named: <strong>{{ fit.named }}</strong> (from the <code>{{ fit.chosen }}</code> fit).{% if fit.ambiguous %} Both single-group models explain this grid: it cannot tell them apart.{% endif %} Rule: {{ fit.rule }}.</p>
+{{ table(["model", "residual (px RMS)", "principal point (px)", "focal (px)", "k1", "translation (mm, base frame)", "rotation (deg, camera axes)"], fit.rows, "camera-fit") }}
+{% endif %}
+{{ plot(rep.heatmap, "reprojection") }}
+{% if rep.coverage %}
+<h3>Initial states and failures on the grid</h3>
+<p>Verdict: <strong>{{ rep.coverage.verdict }}</strong>.</p>
+<p class="rule">Decision rule: {{ rep.coverage.rule }}</p>
+{{ table(["", "value"], rep.coverage.rows, "coverage-summary") }}
+{% endif %}
+{{ plot(rep.coverage_plot, "initial states and failures") }}
+{% for p in rep.more_plots %}{{ plot(p, "reprojection") }}{% endfor %}
+</section>
+{% endif %}
+{% endblock %}
+"""
+
+
+def _cells(rows: Sequence[Sequence[Any]]) -> list[list[str]]:
+    """Each cell as shown: text as it is, anything else through the number formatter."""
+    return [[c if isinstance(c, str) else num(c) for c in r] for r in rows]
+
+
 def _contrast_rows(group: str, unit: str, c: Any) -> list[list[Any]]:
     if not isinstance(c, Mapping) or not _ok(c.get("threshold")):
         return []
@@ -195,9 +239,9 @@ def _contrast_rows(group: str, unit: str, c: Any) -> list[list[Any]]:
              f"{', holds' if c.get('holds') else ''})"]]
 
 
-def _coverage(cov: Any) -> str:
+def _coverage(cov: Any) -> dict[str, Any] | None:
     if not isinstance(cov, Mapping):
-        return ""
+        return None
     verdict = {"recalibrate": "the error grows toward the failing starts: recalibrate",
                "thin_coverage": "failures where coverage is thin and the error is flat: a data or randomization problem",
                "none": "neither", "insufficient": "too few failures or successes to decide"}.get(cov.get("verdict"), "")
@@ -210,93 +254,67 @@ def _coverage(cov: Any) -> str:
              f"{num(cov.get('coverage_failures'))} / {num(cov.get('coverage_successes'))}"],
             ["AUC coverage (failure < success)", cov.get("auc_coverage")],
             *_contrast_rows("coverage at most", "states per cell", cov.get("thin"))]
-    return (f"<h3>Initial states and failures on the grid</h3><p>Verdict: <strong>{escape(verdict)}</strong>.</p>"
-            f"<p class=\"rule\">Decision rule: {escape(cov.get('rule', ''))}</p>"
-            + _table(["", "value"], rows, "coverage-summary"))
+    return {"verdict": verdict, "rule": cov.get("rule", ""), "rows": _cells(rows)}
 
 
-def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
-    if not findings:
-        return "<p>No finding.</p>"
-    return "".join(f'<div class="finding"><strong>{escape(f.get("severity", ""))}</strong> <code>{escape(f.get("code", ""))}'
-                   f'</code> {escape(f.get("title", ""))}<br><em>Action:</em> {escape(f.get("action", ""))}</div>'
-                   for f in findings)
-
-
-def _gate(section: Mapping[str, Any]) -> str:
+def _gate(section: Mapping[str, Any]) -> dict[str, Any] | None:
     g = section.get("gate")
     if not isinstance(g, Mapping):
-        return ""
-    return (f'<p class="gate">Gate <code>{escape(g.get("name"))}</code>: <strong>{outcome(g)}</strong>: '
-            f'{escape(threshold_rule(g))}</p>')
+        return None
+    return {"name": g.get("name"), "word": outcome(g), "rule": threshold_rule(g)}
 
 
-def _policy(pc: Mapping[str, Any]) -> str:
+def _policy(pc: Mapping[str, Any]) -> dict[str, Any]:
     rows = [[str(i), d.get("sim_std"), d.get("real_std"), d.get("paired_diff_mean"), d.get("paired_diff_rel")]
             for i, d in enumerate(pc.get("per_dim") or [])]
-    return (f"<h2>Policy check</h2><p>{num(pc.get('n_pairs'))} pairs through <code>{escape(pc.get('policy', ''))}</code>.</p>"
-            + _gate(pc) + _table(["dim", "sim std", "real std", "paired diff (real - sim)", "|diff| / sim std"], rows,
-                                 "policy-dims") + _img(policy_plot(pc.get("per_dim") or []), "actions"))
+    return {"n_pairs": num(pc.get("n_pairs")), "spec": pc.get("policy", ""), "gate": _gate(pc), "rows": _cells(rows),
+            "plot": policy_plot(pc.get("per_dim") or [])}
 
 
-def _replay(rp: Mapping[str, Any]) -> str:
+def _replay(rp: Mapping[str, Any]) -> dict[str, Any]:
     tr, rot = rp.get("translation_error") or {}, rp.get("rotation_error_deg") or {}
-    head = (f"<h2>Replay</h2><p>Mean translation error {num((tr.get('mean') or 0) * 1000)} mm, mean rotation error "
-            f"{num(rot.get('mean'))} deg, divergence from step {num(rp.get('divergence_step'))}.</p>")
     rows = [[str(e.get("episode")), e.get("translation_mean"), e.get("rotation_mean_deg"), e.get("divergence_step"),
              e.get("first_contact_step"), str(e.get("cause") or "-")] for e in rp.get("episodes") or []]
-    plots = _img(replay_plot(rp.get("episodes") or []), "replay")
-    return head + _gate(rp) + _table(["episode", "translation mean (m)", "rotation mean (deg)", "divergence step",
-                                      "first contact", "cause"], rows, "replay-episodes") + plots
+    return {"translation_mm": num((tr.get("mean") or 0) * 1000), "rotation_deg": num(rot.get("mean")),
+            "divergence": num(rp.get("divergence_step")), "gate": _gate(rp), "rows": _cells(rows),
+            "plot": replay_plot(rp.get("episodes") or [])}
 
 
-def _reprojection(rep: Mapping[str, Any]) -> str:
+def _reprojection(rep: Mapping[str, Any]) -> dict[str, Any]:
     rows = [[k, rep.get(k)] for k in ("mean", "median", "max", "slope_px_per_m", "growth_px", "structured", "n_points",
                                       "n_valid", "n_behind", "n_outside")]
     known = rep.get("points")
-    extra = (f"<p>Known points: {num(known.get('n'))}; real model RMS {num(known.get('real_rms_px'))} px, sim model "
-             f"RMS {num(known.get('sim_rms_px'))} px.</p>") if isinstance(known, Mapping) else ""
     plots = reprojection_plots(rep)  # the error heatmap first, the coverage beside it, then the distance plot
-    return ("<h2>Reprojection</h2>" + _gate(rep) + _table(["", "value"], rows, "reprojection-summary") + extra
-            + _camera_fit(rep.get("camera_fit")) + "".join(_img(p, "reprojection") for p in plots[:1])
-            + _coverage(rep.get("coverage")) + _img(coverage_plot(rep), "initial states and failures")
-            + "".join(_img(p, "reprojection") for p in plots[1:]))
+    return {"gate": _gate(rep), "rows": _cells(rows),
+            "known": {"n": num(known.get("n")), "real_rms": num(known.get("real_rms_px")),
+                      "sim_rms": num(known.get("sim_rms_px"))} if isinstance(known, Mapping) else None,
+            "fit": _camera_fit(rep.get("camera_fit")), "heatmap": plots[0] if plots else None,
+            "coverage": _coverage(rep.get("coverage")), "coverage_plot": coverage_plot(rep), "more_plots": plots[1:]}
 
 
 def _vec(v: Any) -> str:
     return ", ".join(num(x) for x in v) if isinstance(v, list) else num(v)
 
 
-def _camera_fit(fit: Any) -> str:
+def _camera_fit(fit: Any) -> dict[str, Any] | None:
     """The three fitted models side by side, and what they name."""
     if not isinstance(fit, Mapping) or not isinstance(fit.get("fits"), Mapping):
-        return ""
+        return None
     rows = [[m, f.get("residual_rms_px"), _vec(f.get("principal_point_px")), _vec(f.get("focal_px")), f.get("k1"),
              _vec(f.get("translation_mm")), _vec(f.get("rotation_deg"))]
             for m, f in fit["fits"].items() if isinstance(f, Mapping)]
-    named = ", ".join(fit.get("named") or []) or "nothing"
-    note = " Both single-group models explain this grid: it cannot tell them apart." if fit.get("ambiguous") else ""
-    return (f"<h3>Camera fit</h3><p>The sim camera's offsets that best reproduce the real projections (error "
-            f"{num(fit.get('error_rms_px'))} px RMS over {num(fit.get('n_points'))} points). Named: "
-            f"<strong>{escape(named)}</strong> (from the <code>{escape(fit.get('chosen', ''))}</code> fit).{note} "
-            f"Rule: {escape(fit.get('rule', ''))}.</p>"
-            + _table(["model", "residual (px RMS)", "principal point (px)", "focal (px)", "k1",
-                      "translation (mm, base frame)", "rotation (deg, camera axes)"], rows, "camera-fit"))
+    return {"error_rms": num(fit.get("error_rms_px")), "n_points": num(fit.get("n_points")),
+            "named": ", ".join(fit.get("named") or []) or "nothing", "chosen": fit.get("chosen", ""),
+            "ambiguous": bool(fit.get("ambiguous")), "rule": fit.get("rule", ""), "rows": _cells(rows)}
 
 
 def render_geometry_report(results: Mapping[str, Any]) -> str:
     """One self-contained HTML page for whichever of `policy_check`, `replay`, `reprojection` is present."""
-    parts = []
-    if isinstance(results.get("policy_check"), Mapping):
-        parts.append(_policy(results["policy_check"]))
-    if isinstance(results.get("replay"), Mapping):
-        parts.append(_replay(results["replay"]))
-    if isinstance(results.get("reprojection"), Mapping):
-        parts.append(_reprojection(results["reprojection"]))
-    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>perception-gap geometry report"
-            "</title><style>body{font-family:system-ui,sans-serif;max-width:1200px;margin:auto;padding:1em}"
-            "table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ddd;padding:.2em .5em}"
-            ".finding{border-left:4px solid #d9822b;padding:.2em .8em;margin:.6em 0}img.plot{max-width:100%}"
-            "</style></head><body><h1>After the gap hunt: policy, replay, reprojection</h1>"
-            f"<p>perception-gap {escape(results.get('version', ''))}</p><h2>Findings</h2>"
-            + _findings(results.get("findings") or []) + "".join(parts) + "</body></html>")
+    def section(key: str, build: Any) -> dict[str, Any] | None:
+        return build(results[key]) if isinstance(results.get(key), Mapping) else None
+
+    # built in page order, so the figures are drawn in the order they appear
+    policy, replay, reprojection = (section("policy_check", _policy), section("replay", _replay),
+                                    section("reprojection", _reprojection))
+    return page.render(PAGE, version=results.get("version", ""), findings=results.get("findings") or [],
+                       policy=policy, replay=replay, reprojection=reprojection)

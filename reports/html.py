@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from jinja2 import Environment
 from markupsafe import Markup
 
-from perception_gap.reports import attribution, evidence, plots, safe_text, scatter
+from perception_gap.reports import attribution, evidence, page, plots, scatter
 from perception_gap.reports.decisions import drift_rule, outcome, screen_verdict, screen_word
 from perception_gap.reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, r2, signed
 from perception_gap.reports.maps import maps_section
@@ -47,10 +47,8 @@ def _l(v: Any) -> list[Any]:
 
 
 def _environment(text_limit: int) -> Environment:
-    # Every printed value passes through finalize before escaping: plain text capped and its
-    # bidirectional controls made visible, markup (plots) kept.
-    return Environment(autoescape=True, finalize=lambda v: safe_text.finalize(v, text_limit),
-                       trim_blocks=True, lstrip_blocks=True)
+    # the environment every report shares: its page shell, escaping and text cap
+    return page.environment(text_limit)
 
 
 def _sev(f: Mapping[str, Any]) -> str:

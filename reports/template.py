@@ -1,53 +1,11 @@
-"""The report's single Jinja2 template (kept in Python so it ships with the package)."""
+"""The analysis report's Jinja2 template (`run`, `screen`, `drift`; kept in Python so it ships with the
+package): the blocks it fills in the page every report shares (reports/page.py)."""
 
-TEMPLATE = r"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
-<title>perception-gap report</title>
-<style>
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:1em 1.5em;color:#222;line-height:1.4}
-h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
-h3{font-size:1.02em;margin:1em 0 .3em}
-table{border-collapse:collapse;margin:.4em 0 1em;font-size:.85em}
-th,td{border:1px solid #ddd;padding:.25em .5em;text-align:left;vertical-align:top}
-th{background:#f4f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-#stats-table{table-layout:fixed;width:100%}#stats-table td.n{white-space:normal;overflow-wrap:anywhere}
-#stats-table th:first-child{width:9em}
-.badge{display:inline-block;padding:.1em .55em;border-radius:.8em;font-size:.8em;font-weight:600;color:#fff;text-transform:uppercase}
-.sev-bug{background:#c0392b}.sev-gap{background:#d9822b}.sev-info{background:#2b6cd9}.sev-none{background:#27ae60}
-.verdict{border:2px solid #ccc;border-radius:.5em;padding:.8em 1em;margin:1em 0;background:#fafafa}
-.verdict.bug{border-color:#c0392b}.verdict.gap{border-color:#d9822b}.verdict.info{border-color:#2b6cd9}.verdict.none{border-color:#27ae60}
-.verdict .title{font-size:1.15em;font-weight:600;margin:.3em 0}.action{margin:.3em 0}.reading{margin:.3em 0;color:#444}.reading.borderline{color:#8a5a00}
-.finding{border-left:4px solid #ccc;padding:.2em .8em;margin:.8em 0}
-.finding.bug{border-color:#c0392b}.finding.gap{border-color:#d9822b}.finding.info{border-color:#2b6cd9}
-code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;overflow-wrap:anywhere}
-.name{overflow-wrap:normal;word-break:normal;hyphens:none}table.kv th{font-weight:500;white-space:nowrap}
-details>summary{cursor:pointer;color:#2b6cd9}
-.muted{color:#666;font-size:.85em}.front{color:#c0392b;font-weight:700}
-img.plot{max-width:100%;border:1px solid #eee;margin:.3em .5em .3em 0}
-.thumbs figure{display:inline-block;margin:.3em;font-size:.75em;max-width:170px}
-.pairs{display:grid;grid-template-columns:repeat(auto-fill,minmax(500px,1fr));gap:.6em 1.2em}
-.pair{display:grid;grid-template-columns:repeat(3,160px);gap:6px}.pair figure{margin:0;font-size:.75em;min-width:0}
-.pair img{display:block;max-width:160px}.pair figcaption{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}.nw{white-space:nowrap}
-nav a{margin-right:1em}.wide{overflow-x:auto}#gates td:first-child{overflow-wrap:normal;white-space:nowrap}
-#ranking td.n,#ranking table.kv th{white-space:normal}#ranking table.kv td.n{white-space:normal;overflow-wrap:anywhere}
-/* key-value tables stay inside their box: any long word wraps, and borders are drawn inside the table (collapsed ones put half the outer border outside it) */
-table.evidence,table.kv{max-width:100%;border-collapse:separate;border-spacing:0;border-top:1px solid #ddd;border-left:1px solid #ddd}
-table.evidence th,table.evidence td,table.kv th,table.kv td{border-width:0 1px 1px 0;overflow-wrap:anywhere}
-.attr-row{display:flex;flex-wrap:wrap;align-items:flex-start;gap:.4em 1.5em}.attr-row figure{margin:.2em 0;max-width:100%;overflow-x:auto}.attr-encoder>summary{margin:.6em 0 .2em}
-.maps-row{display:flex;flex-wrap:wrap;align-items:flex-start;gap:.4em 1.2em}.maps-row figure{margin:.3em 0;font-size:.8em;max-width:300px}.maps-key svg{vertical-align:middle}.see-maps{margin:.3em 0}
-</style>
-</head>
-<body>
-{% if kind == "screen" %}<h1>Screening renderings against <span class="mono">{{ real }}</span></h1>
-{% elif kind == "drift" %}<h1>Drift check: <span class="mono">{{ drift.current }}</span> against baseline <span class="mono">{{ drift.baseline }}</span></h1>
-{% else %}<h1>Sim-to-real gap: <span class="mono">{{ sim }}</span> vs <span class="mono">{{ real }}</span></h1>{% endif %}
-<p class="muted">perception-gap {{ version }}{% if run_id is not none %} &middot; run {{ run_id }}{% endif %}</p>
-<nav class="muted">{% if screen %}<a href="#screen">Screening</a>{% endif %}{% if drift %}<a href="#drift">Gates</a>{% endif %}<a href="#findings">Findings</a>{% if kind == "run" %}<a href="#encoders">Encoders</a>{% endif %}{% if attribution %}<a href="#attribution">What closes the gap</a>{% endif %}{% if maps %}<a href="#maps">Maps</a>{% endif %}<a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a></nav>
-
+TEMPLATE = r"""{% extends "page.html" %}
+{% block heading %}{% if kind == "screen" %}Screening renderings against <span class="mono">{{ real }}</span>{% elif kind == "drift" %}Drift check: <span class="mono">{{ drift.current }}</span> against baseline <span class="mono">{{ drift.baseline }}</span>{% else %}Sim-to-real gap: <span class="mono">{{ sim }}</span> vs <span class="mono">{{ real }}</span>{% endif %}{% endblock %}
+{% block byline %}{% if run_id is not none %} &middot; run {{ run_id }}{% endif %}{% endblock %}
+{% block nav %}{% if screen %}<a href="#screen">Screening</a>{% endif %}{% if drift %}<a href="#drift">Gates</a>{% endif %}<a href="#findings">Findings</a>{% if kind == "run" %}<a href="#encoders">Encoders</a>{% endif %}{% if attribution %}<a href="#attribution">What closes the gap</a>{% endif %}{% if maps %}<a href="#maps">Maps</a>{% endif %}<a href="#stats">Statistics</a>{% if detection %}<a href="#detection">Detection</a>{% endif %}<a href="#data">Data</a>{% endblock %}
+{% block content %}
 <section id="verdict">
 {% if verdict %}
 <div class="verdict {{ verdict.sev_class }}">
@@ -235,6 +193,5 @@ table.evidence th,table.evidence td,table.kv th,table.kv td{border-width:0 1px 1
 <table id="config">{% for k, v in config %}<tr><td class="mono">{{ k }}</td><td class="mono">{{ v }}</td></tr>{% endfor %}
 <tr><td class="mono">version</td><td class="mono">{{ version }}</td></tr></table>
 </section>
-</body>
-</html>
+{% endblock %}
 """
