@@ -160,7 +160,8 @@ def write_outputs(res: dict[str, Any], out_dir: str | Path | None, json_path: st
     files = []
     if out_dir is not None:
         if render is None:
-            from perception_gap.reports import render_report as render
+            from perception_gap.reports import render_report
+            render = render_report
         html = render(json.loads(text))  # from the JSON form: what the report may read
         files = [(Path(out_dir) / "report.html", html), (Path(out_dir) / "results.json", text)]  # renamed in this order
         if isinstance(res.get("camera_model"), dict):  # the measured camera, for a renderer or an augmentation

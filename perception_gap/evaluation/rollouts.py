@@ -233,14 +233,14 @@ def analyze_rollouts(rollouts: list[Rollout], *, confidence: float = 0.95, metho
         groups[key] = GroupRate(*key, n=n, successes=k, rate=k / n, ci_low=ci.low, ci_high=ci.high, ci_method=method)
     comparisons, skipped, modes = [], [], {}
     for policy, task in sorted({(p, t) for p, t, _ in groups}):
-        s, r = groups.get((policy, task, "sim")), groups.get((policy, task, "real"))
-        if s is None or r is None:
-            only = "sim" if r is None else "real"
+        g_sim, g_real = groups.get((policy, task, "sim")), groups.get((policy, task, "real"))
+        if g_sim is None or g_real is None:
+            only = "sim" if g_real is None else "real"
             skipped.append({"policy": policy, "task": task, "reason": f"only {only} rollouts; no comparison"})
             continue
-        drop, ci = newcombe_difference(s.successes, s.n, r.successes, r.n, confidence)
-        need = {d: rollouts_needed(g.rate, abs(drop), confidence, method) for d, g in (("sim", s), ("real", r))}
-        comparisons.append(Comparison(policy, task, s.rate, r.rate, drop, (ci.low, ci.high), "newcombe", need,
+        drop, ci = newcombe_difference(g_sim.successes, g_sim.n, g_real.successes, g_real.n, confidence)
+        need = {d: rollouts_needed(g.rate, abs(drop), confidence, method) for d, g in (("sim", g_sim), ("real", g_real))}
+        comparisons.append(Comparison(policy, task, g_sim.rate, g_real.rate, drop, (ci.low, ci.high), "newcombe", need,
                                       significant=ci.low > 0 or ci.high < 0))
         failed = {d: [x.failure_mode for x in by_group[(policy, task, d)] if not x.success and x.failure_mode]
                   for d in DOMAINS}

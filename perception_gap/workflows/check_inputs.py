@@ -85,9 +85,9 @@ def replay_episodes(rows: list[dict[str, Any]]) -> tuple[list[ReplayEpisode], in
     out = []
     for ep in dict.fromkeys(k[0] for k in matched):
         ks = [k for k in matched if k[0] == ep]
-        sim = np.array([by[(*k, "sim")][0] for k in ks])
-        real = np.array([by[(*k, "real")][0] for k in ks])
-        flags = [by[(*k, "real")][1] if by[(*k, "real")][1] is not None else by[(*k, "sim")][1] for k in ks]
+        sim = np.array([by[k + ("sim",)][0] for k in ks])
+        real = np.array([by[k + ("real",)][0] for k in ks])
+        flags = [by[k + ("real",)][1] if by[k + ("real",)][1] is not None else by[k + ("sim",)][1] for k in ks]
         contact = None if all(f is None for f in flags) else np.array([bool(f) for f in flags])
         out.append(ReplayEpisode(ep, np.array([k[1] for k in ks]), sim[:, :3], sim[:, 3:], real[:, :3], real[:, 3:],
                                  contact))
