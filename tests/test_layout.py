@@ -101,7 +101,8 @@ def test_imports_run_one_way():
         if own(m, "perception_gap.encoders"):
             assert all(own(d, "perception_gap.encoders") or d == "perception_gap" for d in deps), (m, deps)
         if own(m, "perception_gap.reports"):
-            assert all(own(d, "perception_gap.reports") or d in ("perception_gap", "perception_gap.wording")
+            assert all(own(d, "perception_gap.reports") or d in ("perception_gap", "perception_gap.wording",
+                                                                  "perception_gap.schema", "perception_gap.errors")
                        for d in deps), (m, deps)
         if own(m, "perception_gap") and m != "perception_gap.cli":
             assert "cli" not in deps and "perception_gap.cli" not in deps, m
