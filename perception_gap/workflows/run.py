@@ -322,6 +322,7 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | 
         entry["skipped"] = catalog.embedding_skip_reasons(sim, enc.fingerprint) + catalog.embedding_skip_reasons(real, enc.fingerprint)
         entries.append(entry)
         encs.append(enc)
+    res["camera_model"] = None  # the contract's null: not fitted (--no-attribution, too few frames, a failure)
     if attribution:
         _attribute(catalog, sim, real, res, entries, encs, progress=progress, random_state=random_state,
                    batch_size=batch_size)
