@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-SEVERITIES = ("bug", "gap", "info")
-# Lower sorts first: plumbing bugs contaminate every later measurement, so they come first.
-_SEVERITY_ORDER = {"bug": 0, "gap": 1, "info": 2}
+from perception_gap.wording import SEVERITIES, severity_rank
 
 
 @dataclass(frozen=True)
@@ -52,6 +50,6 @@ def order_findings(findings: list[Finding]) -> list[Finding]:
     one was set aside (`read_without`: they hold only if it does not) after the rest, borderline findings
     (stability under `diagnoses.verdicts.STABLE`) after the stable ones, a plumbing code's finding (one
     that could be a bug: its evidence has `bug_basis`) before appearance gaps, then stronger evidence first."""
-    return sorted(findings, key=lambda f: (_SEVERITY_ORDER[f.severity], bool(f.evidence.get("read_without")),
+    return sorted(findings, key=lambda f: (severity_rank(f.severity), bool(f.evidence.get("read_without")),
                                            bool(f.evidence.get("borderline")), "bug_basis" not in f.evidence,
                                            -f.score, f.code))

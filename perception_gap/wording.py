@@ -21,6 +21,14 @@ MISSING = "\u2014"  # em dash: a value that is absent or not finite
 # `passed` flag and `status` (`passed`, `failed`, `not computed`, `skipped`) as they are.
 PASS, FAIL, SKIP, NOT_COMPUTED = "PASS", "FAIL", "SKIP", "NOT COMPUTED"
 
+# A finding's severity, most urgent first: plumbing bugs contaminate every later measurement.
+SEVERITIES = ("bug", "gap", "info")
+
+
+def severity_rank(severity: Any) -> int:
+    """Where a severity sorts (0 most urgent); one that is not in `SEVERITIES` sorts last."""
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+
 
 def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

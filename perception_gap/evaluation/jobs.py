@@ -13,8 +13,7 @@ from perception_gap.findings import Finding
 from perception_gap.gates import threshold_gate
 from perception_gap.ingest.tables import read_columns, read_table
 from perception_gap.version import __version__
-
-_SEVERITY_ORDER = {"bug": 0, "gap": 1, "info": 2}
+from perception_gap.wording import severity_rank
 
 
 def _results(kind: str, path: str | Path, section: dict[str, Any], findings: list[Finding],
@@ -86,7 +85,7 @@ def add_rollouts(results: dict[str, Any], path: str | Path) -> dict[str, Any]:
     extra = rollouts_job(path)
     results["rollouts"] = extra["rollouts"]
     merged = list(results.get("findings") or []) + extra["findings"]
-    results["findings"] = sorted(merged, key=lambda f: _SEVERITY_ORDER.get(f.get("severity"), 3))
+    results["findings"] = sorted(merged, key=lambda f: severity_rank(f.get("severity")))
     return results
 
 
