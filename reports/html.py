@@ -17,10 +17,11 @@ from typing import Any, Mapping
 from jinja2 import Environment
 from markupsafe import Markup
 
-from perception_gap.reports import attribution, evidence, plots, safe_text, scatter
+from perception_gap.reports import attribution, evidence, page, plots, scatter
 from perception_gap.reports.decisions import drift_rule, outcome, screen_verdict, screen_word
 from perception_gap.reports.format import MISSING, ci, compact, depth_unit, metres, num, num_list, r2, signed
 from perception_gap.reports.maps import maps_section
+from perception_gap.reports.sets import pairs_line, set_rows
 from perception_gap.reports.template import TEMPLATE
 from perception_gap.wording import SEVERITIES, gate_word, skip_groups
 
@@ -46,10 +47,8 @@ def _l(v: Any) -> list[Any]:
 
 
 def _environment(text_limit: int) -> Environment:
-    # Every printed value passes through finalize before escaping: plain text capped and its
-    # bidirectional controls made visible, markup (plots) kept.
-    return Environment(autoescape=True, finalize=lambda v: safe_text.finalize(v, text_limit),
-                       trim_blocks=True, lstrip_blocks=True)
+    # the environment every report shares: its page shell, escaping and text cap
+    return page.environment(text_limit)
 
 
 def _sev(f: Mapping[str, Any]) -> str:
@@ -443,11 +442,7 @@ def _context(results: Mapping[str, Any], max_thumbs: int, lim: Mapping[str, Any]
         "detection": _detection(det, lim) if isinstance(det, Mapping) else None, "coco_names": COCO_NAMES,
         "thumbs": _thumbs(results, max_thumbs) if lim["plots"] else [],
         "worst": _worst_pairs(results, max_thumbs) if lim["plots"] else None,
-        "sets": [{"name": n, "domain": _d(r).get("domain"), "role": _d(r).get("role"),
-                  "n_frames": _d(r).get("n_frames"), "n_usable": _d(r).get("n_usable"),
-                  "n_skipped": _d(r).get("n_skipped"), "tags": compact(_d(r).get("tags"), 200)}
-                 for n, r in list(sets.items())[: max(lim["sets"], 2)]],
-        "pairs": _d(results.get("pairs")) or None,
+        "sets": set_rows(sets, max(lim["sets"], 2)), "pairs": pairs_line(results.get("pairs")),
         "skipped": skipped_all[: lim["skipped"]], "n_skipped_total": f"{sum(g['n'] for g in skipped_all):,}",
         "skipped_more": f"{sum(g['n'] for g in skipped_all[lim['skipped']:]):,}",
         "skipped_more_groups": max(0, len(skipped_all) - lim["skipped"]),
