@@ -12,21 +12,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from perception_gap.diagnoses.checks import evidence_labels
 from perception_gap.reports.format import compact
 
 TOP = 4
 
-# Exact labels for the keys the diagnoses write most; anything else is humanized by rule.
+# Exact labels: each check's own (its `Check.labels`), then keys several findings share; anything
+# else is humanized by rule.
 LABELS = {
-    "stops_sim_minus_real": "exposure, sim \u2212 real (stops)",
-    "luminance_ratio_sim_over_real": "luminance, sim / real (ratio)",
-    "stops_iqr": "exposure per pair, interquartile range (stops)",
-    "sim_dropout": "sim invalid depth (fraction of pixels)",
-    "real_dropout": "real invalid depth (fraction of pixels)",
-    "dropout_diff_real_minus_sim": "invalid depth, real \u2212 sim (fraction of pixels)",
-    "ratio_sim_over_real": "depth, sim / real (ratio)",
-    "sim_median_depth": "sim median depth (native unit)",
-    "real_median_depth": "real median depth (native unit)",
+    **evidence_labels(),
     "ap_sim": "AP on sim", "ap_real": "AP on real",
     "n_pairs": "pairs", "basis": "compared on",
 }

@@ -30,10 +30,13 @@ findings of one severity sort by how clearly they cleared their bar.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
+from perception_gap.codes import Code
 from perception_gap.diagnoses import verdicts
 from perception_gap.diagnoses.colour import check_brightness, check_channel_swap, check_white_balance
 from perception_gap.diagnoses.common import DIST_ALPHA, DIST_MIN_FRAMES, HF_MIN_FRAMES, MIN_PAIRS
@@ -59,51 +62,108 @@ from perception_gap.statistics.records import FrameRecord, SetRecords, paired
 logger = logging.getLogger(__name__)
 
 
-# The registry, in the order checks contaminate each other (see the module docstring).
-CHECKS: tuple[tuple[str, Callable[[Context], Finding | None]], ...] = (
-    ("resolution", check_resolution),
-    ("non_finite", check_non_finite),
-    ("value_range", check_value_range),
-    ("normalization", check_normalization),
-    ("frame_format", check_frame_format),
-    ("channel_swap", check_channel_swap),
-    ("orientation", check_orientation),
-    ("field_of_view", check_field_of_view),
-    ("pair_sync", check_pair_sync),
-    ("tone_curve", check_tone_curve),
-    ("depth_scale", check_depth_scale),
-    ("depth_invalid", check_depth_invalid),
-    ("depth_registration", check_depth_registration),
-    ("depth_dropout", check_depth_dropout),
-    ("vignetting", check_vignetting),
-    ("brightness", check_brightness),
-    ("white_balance", check_white_balance),
-    ("compression", check_compression),
-    ("sensor_noise", check_sensor_noise),
-    ("motion_blur", check_motion_blur),
-    ("resize_filter", check_resize_filter),
-    ("sharpness", check_sharpness),
-    ("joint_units", check_joint_units),
-)
+@dataclass(frozen=True)
+class Check:
+    """One plumbing diagnosis: its code, its function and how it sits among the others.
 
-# A check is skipped once any of these fired: they explain its signal (a curve moves the mean
-# luminance and the chroma ratios; a zoom resamples the frame, which changes every high-frequency
-# statistic; directional blur lowers sharpness; a different invalid-depth marker fakes a dropout rate).
-_HF = frozenset({"field_of_view", "motion_blur"})
-SKIP_AFTER: dict[str, frozenset[str]] = {
-    "brightness": frozenset({"tone_curve"}),
-    "white_balance": frozenset({"tone_curve"}),
-    "compression": frozenset({"field_of_view"}),
-    "sensor_noise": frozenset({"field_of_view"}),
-    "resize_filter": _HF,
-    "sharpness": _HF,
-    "depth_dropout": frozenset({"depth_invalid"}),
-    # a zoom changes what the frame shows: its luminance quantiles and radial profile read content
-    "tone_curve": frozenset({"field_of_view"}),
-    "vignetting": frozenset({"field_of_view", "tone_curve"}),  # a curve raises the corner/centre ratio to its power
+    Attributes:
+        code: the finding code it raises.
+        function: `check(ctx) -> Finding | None`.
+        reads: what it reads: `image` (colour frames: skipped when the value encodings could not be
+            inferred or the channel counts differ), `frames` (sizes, formats, values per frame),
+            `depth`, or `proprio`.
+        skip_after: codes that, when already fired, explain its signal: it is then not run.
+        appearance: whether it names an appearance factor; `unexplained_gap` speaks when only
+            non-appearance codes fired.
+        fact: its finding counts particular frames (this frame is 16-bit grey, these hold NaN): a
+            fact, not an estimate, so not resampled (`verdicts.settle`).
+        labels: evidence key -> the label the report shows for it (`reports.evidence`).
+    """
+
+    code: Code
+    function: Callable[[Context], Finding | None]
+    reads: str = "image"
+    skip_after: frozenset[Code] = frozenset()
+    appearance: bool = True
+    fact: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+C = Code
+# A different value scale, normalization or frame format puts the two sides on different scales: a
+# check that reads pixel levels is not run after them.
+_SCALES = frozenset({C.VALUE_RANGE, C.NORMALIZATION})
+_LEVELS = _SCALES | {C.FRAME_FORMAT}
+# A zoom resamples the frame, which changes every high-frequency statistic; directional blur lowers
+# sharpness; compression removes noise (the compressed side is the quieter one).
+_HF = frozenset({C.FIELD_OF_VIEW, C.MOTION_BLUR})
+_TEXTURE = frozenset({C.COMPRESSION, C.SENSOR_NOISE})
+
+# The registry, in the order checks contaminate each other (see the module docstring).
+CHECKS: tuple[Check, ...] = (
+    Check(C.RESOLUTION, check_resolution, reads="frames", fact=True),
+    Check(C.NON_FINITE, check_non_finite, reads="frames", appearance=False, fact=True),
+    Check(C.VALUE_RANGE, check_value_range),
+    Check(C.NORMALIZATION, check_normalization),
+    # a bit depth that value_range or normalization already named stays theirs (decided inside: a
+    # channel-count mismatch is still named)
+    Check(C.FRAME_FORMAT, check_frame_format, reads="frames", fact=True),
+    Check(C.CHANNEL_SWAP, check_channel_swap),
+    Check(C.ORIENTATION, check_orientation),
     # a different size or aspect changes what the frame covers: its own bug, named first
-    "field_of_view": frozenset({"resolution"}),
-}
+    Check(C.FIELD_OF_VIEW, check_field_of_view, skip_after=frozenset({C.RESOLUTION})),
+    Check(C.PAIR_SYNC, check_pair_sync),
+    # a zoom changes what the frame shows: its luminance quantiles read content
+    Check(C.TONE_CURVE, check_tone_curve, skip_after=_LEVELS | {C.FIELD_OF_VIEW}),
+    Check(C.DEPTH_SCALE, check_depth_scale, reads="depth", appearance=False,
+          labels={"ratio_sim_over_real": "depth, sim / real (ratio)",
+                  "sim_median_depth": "sim median depth (native unit)",
+                  "real_median_depth": "real median depth (native unit)"}),
+    Check(C.DEPTH_INVALID, check_depth_invalid, reads="depth", appearance=False),
+    Check(C.DEPTH_REGISTRATION, check_depth_registration, reads="depth", appearance=False),
+    # a different invalid-depth marker fakes a dropout rate
+    Check(C.DEPTH_DROPOUT, check_depth_dropout, reads="depth", appearance=False,
+          skip_after=frozenset({C.DEPTH_INVALID}),
+          labels={"sim_dropout": "sim invalid depth (fraction of pixels)",
+                  "real_dropout": "real invalid depth (fraction of pixels)",
+                  "dropout_diff_real_minus_sim": "invalid depth, real \u2212 sim (fraction of pixels)"}),
+    # a zoom or a flip moves the radial profile; a curve raises the corner/centre ratio to its power
+    Check(C.VIGNETTING, check_vignetting, skip_after=_LEVELS | {C.ORIENTATION, C.FIELD_OF_VIEW, C.TONE_CURVE}),
+    # a curve moves the mean luminance and the chroma ratios
+    Check(C.BRIGHTNESS, check_brightness, skip_after=_SCALES | {C.TONE_CURVE},
+          labels={"stops_sim_minus_real": "exposure, sim \u2212 real (stops)",
+                  "luminance_ratio_sim_over_real": "luminance, sim / real (ratio)",
+                  "stops_iqr": "exposure per pair, interquartile range (stops)"}),
+    # a channel swap fakes a white-balance shift
+    Check(C.WHITE_BALANCE, check_white_balance, skip_after=_SCALES | {C.TONE_CURVE, C.CHANNEL_SWAP}),
+    Check(C.COMPRESSION, check_compression, skip_after=frozenset({C.FIELD_OF_VIEW})),
+    Check(C.SENSOR_NOISE, check_sensor_noise, skip_after=frozenset({C.FIELD_OF_VIEW, C.COMPRESSION})),
+    Check(C.MOTION_BLUR, check_motion_blur, skip_after=_LEVELS | {C.ORIENTATION}),
+    Check(C.RESIZE_FILTER, check_resize_filter, skip_after=_HF | _TEXTURE),
+    # a resize, a different scale or a texture difference explains a high-frequency loss first
+    Check(C.SHARPNESS, check_sharpness, skip_after=_HF | _TEXTURE | _SCALES | {C.RESIZE_FILTER, C.RESOLUTION}),
+    Check(C.JOINT_UNITS, check_joint_units, reads="proprio", appearance=False),
+)
+del C
+
+BY_CODE: dict[Code, Check] = {c.code: c for c in CHECKS}
+# Codes raised outside the registry that say nothing about appearance (control vectors, bookkeeping).
+_OTHER_NOT_APPEARANCE = frozenset({Code.CONTROL_DIMS, Code.CONTROL_SCALE, Code.CONTROL_SIGN, Code.MOVING_CAMERA,
+                                   Code.INSUFFICIENT_DATA})
+# Codes that say nothing about appearance: `unexplained_gap` still speaks when only these fired.
+NOT_APPEARANCE = frozenset(c.code for c in CHECKS if not c.appearance) | _OTHER_NOT_APPEARANCE
+# Findings that count particular frames, not resampled (`verdicts.settle`); `control_dims` counts vectors.
+FACTS = frozenset(c.code for c in CHECKS if c.fact) | {Code.CONTROL_DIMS}
+
+
+def evidence_labels() -> dict[str, str]:
+    """Every check's evidence labels in one table (evidence key -> label), for the report."""
+    out: dict[str, str] = {}
+    for c in CHECKS:
+        for key, text in c.labels.items():
+            if out.setdefault(key, text) != text:
+                raise ValueError(f"Expected one label for evidence key {key!r}, got {out[key]!r} and {text!r}.")
+    return out
 
 
 def _infer(ctx: Context) -> None:
@@ -111,14 +171,6 @@ def _infer(ctx: Context) -> None:
     if inputs is not None:
         basis, _, ms, mr = inputs
         ctx.enc = infer_encodings(ms, mr, basis)
-
-
-_IMAGE_CHECKS = {"value_range", "normalization", "channel_swap", "compression", "sensor_noise", "resize_filter",
-                 "sharpness", "brightness", "white_balance", "orientation", "field_of_view", "pair_sync",
-                 "tone_curve", "vignetting", "motion_blur"}
-# Codes that say nothing about appearance: `unexplained_gap` still speaks when only these fired.
-_NOT_APPEARANCE = {"moving_camera", "non_finite", "joint_units", "control_dims", "control_scale", "control_sign", "depth_scale", "depth_invalid", "depth_registration",
-                   "depth_dropout", "insufficient_data"}
 
 
 def context(sim: SetRecords, real: SetRecords, *, cache: dict | None = None, resampled: bool = False) -> Context:
@@ -151,28 +203,26 @@ def diagnose(sim: SetRecords, real: SetRecords, *, resamples: int = verdicts.N_R
     return diagnose_with_maps(sim, real, resamples=resamples)[0]
 
 
-_ALL_CODES = frozenset(code for code, _ in CHECKS)
+_ALL_CODES = frozenset(BY_CODE)
 
 
 def _run_checks(ctx: Context, skip: frozenset[str] = frozenset()) -> list[Finding]:
     findings: list[Finding] = []
-    for code, check in CHECKS:
-        if code in skip:
+    for check in CHECKS:
+        if check.code in skip or ctx.fired & check.skip_after:
             continue
-        if code in _IMAGE_CHECKS and (ctx.enc is None or ctx.memo.get("format_mismatch") == "channel count"):
+        if check.reads == "image" and (ctx.enc is None or ctx.memo.get("format_mismatch") == "channel count"):
             continue
-        if ctx.fired & SKIP_AFTER.get(code, frozenset()):
-            continue
-        found = check(ctx)
+        found = check.function(ctx)
         if found is not None:
-            ctx.fired.add(code)
+            ctx.fired.add(check.code.value)
             findings.append(found)
-            logger.debug("%s: %s", code, found.title)
+            logger.debug("%s: %s", check.code, found.title)
     for found in check_control(ctx):
         ctx.fired.add(found.code)
         findings.append(found)
     if ctx.enc is not None:
-        found = check_unexplained(ctx, ctx.fired - _NOT_APPEARANCE)
+        found = check_unexplained(ctx, ctx.fired - NOT_APPEARANCE)
         if found is not None:
             findings.append(found)
     return findings
@@ -192,7 +242,7 @@ def _settle(sim: SetRecords, real: SetRecords, ctx: Context, findings: list[Find
     for _ in range(resamples):
         rs, rr = verdicts.resample(sim, real, rng)
         runs.append(_run_checks(context(rs, rr, cache=ctx.cache, resampled=True), skip))
-    return verdicts.settle(findings, runs)
+    return verdicts.settle(findings, runs, facts=FACTS)
 
 
 def diagnose_with_maps(sim: SetRecords, real: SetRecords, *, resamples: int = verdicts.N_RESAMPLES,

@@ -207,8 +207,6 @@ def _color_inputs(ctx: Context) -> tuple[str, int, np.ndarray, np.ndarray] | Non
 
 def check_brightness(ctx: Context) -> Finding | None:
     """Exposure offset in stops from mean linear luminance (Rec.709)."""
-    if ctx.fired & {"value_range", "normalization"}:
-        return None
     inputs = _color_inputs(ctx)
     if inputs is None:
         return None
@@ -247,8 +245,6 @@ def check_brightness(ctx: Context) -> Finding | None:
 
 def check_white_balance(ctx: Context) -> Finding | None:
     """Colour-temperature / white-balance gain shift in log2(R/G), log2(B/G) of linear means."""
-    if ctx.fired & {"value_range", "normalization", "channel_swap"}:
-        return None
     inputs = _color_inputs(ctx)
     if inputs is None:
         return None

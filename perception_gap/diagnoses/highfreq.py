@@ -234,6 +234,7 @@ def analyse(ctx: Context) -> HighFreq | None:
     basis, fs, fr = ctx.image_sides(keep)
     out = None
     need = 2 if basis == "pairs" else MIN_DIST_FRAMES
+    # unpaired frames of different sizes have no common band layout; pairs keep only same-size pairs (`keep`)
     if len(fs) >= need and len(fr) >= need and ctx.enc is not None and (basis == "pairs" or "resolution" not in ctx.fired):
         out = _compare(basis, Side.of(fs, ctx.enc.sim), Side.of(fr, ctx.enc.real), len(fs), ctx.memo.get("brighter"))
     ctx.memo["highfreq"] = out

@@ -89,6 +89,7 @@ def _smoothness_names_it(ctx: Context, basis: str, fs, fr, diff: float) -> float
     Unpaired, not where `sensor_noise` fired: between different scenes, noise on one side moves
     both anisotropies as much as a blur does (8 VOC photos against 8 others with sigma-5 noise read
     a smoothness difference past the bar)."""
+    # not a skip rule: after compression only this second reading is left out; the energy anisotropy still names a blur
     if "compression" in ctx.fired or abs(diff) < SMOOTH_ANISO_LOG2:
         return None
     s_s, s_r = _smooth_aniso(fs), _smooth_aniso(fr)
@@ -99,7 +100,7 @@ def _smoothness_names_it(ctx: Context, basis: str, fs, fr, diff: float) -> float
             return None
         sd, clear = float(np.median(d)), excludes_zero(median_ci(d))
     else:
-        if "sensor_noise" in ctx.fired:
+        if "sensor_noise" in ctx.fired:  # unpaired only (docstring): a rule on the basis, not on the code
             return None
         s_s, s_r = s_s[np.isfinite(s_s)], s_r[np.isfinite(s_r)]
         if min(s_s.size, s_r.size) < 2:
@@ -134,8 +135,6 @@ def anisotropy_shift(ctx: Context) -> float | None:
 
 def check_motion_blur(ctx: Context) -> Finding | None:
     """Directional (motion) blur on one side: its horizontal or vertical detail lost against the other."""
-    if ctx.fired & {"value_range", "normalization", "frame_format", "orientation"}:
-        return None
     basis, fs, fr = ctx.image_sides(lambda f, g: f.image.grad_xy is not None and min(f.image.grad_xy[:2]) > 0)
     if min(len(fs), len(fr)) < (3 if basis == "pairs" else 2):
         return None

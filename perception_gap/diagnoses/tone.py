@@ -172,8 +172,6 @@ def qq_interval(ts: np.ndarray, tr: np.ndarray, units_s: list[np.ndarray], units
 
 def check_tone_curve(ctx: Context) -> Finding | None:
     """A transfer curve that differs between the sides (an exponent on linear light), told from exposure."""
-    if ctx.fired & {"value_range", "normalization", "frame_format"}:
-        return None
     al = aligned_pairs(ctx)
     if al is not None and len(al[0]) >= 3:
         basis, n_pairs = "pairs", len(al[0])
@@ -241,8 +239,6 @@ def _falloff(lin: np.ndarray) -> np.ndarray:
 
 def check_vignetting(ctx: Context) -> Finding | None:
     """A radial falloff (corners darker than the centre) that differs between the sides."""
-    if ctx.fired & {"value_range", "normalization", "frame_format", "orientation", "field_of_view"}:
-        return None
     al = aligned_pairs(ctx)
     if al is not None and len(al[0]) >= 3:
         basis, n_pairs = "pairs", len(al[0])

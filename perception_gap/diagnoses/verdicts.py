@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from perception_gap.codes import Code
 from perception_gap.diagnoses.common import MIN_PAIRS
 from perception_gap.findings import Finding
 from perception_gap.statistics.records import FrameRecord, SetRecords, paired
@@ -104,17 +105,17 @@ def _score(ev: dict, score: float) -> float | None:
 
 _SCORE = Reading(_score, _const(1.0), False, "x its bar")
 
-READINGS: dict[str, Reading] = {
-    "brightness": Reading(_key("stops_sim_minus_real"), lambda ev: ev["threshold_stops"], False, "stops"),
-    "white_balance": Reading(_wb, lambda ev: ev["threshold_log2"], False, "log2 gain"),
-    "vignetting": Reading(_key("corner_minus_centre_stops_sim_minus_real"), lambda ev: ev["threshold_stops"], False,
+READINGS: dict[Code, Reading] = {
+    Code.BRIGHTNESS: Reading(_key("stops_sim_minus_real"), lambda ev: ev["threshold_stops"], False, "stops"),
+    Code.WHITE_BALANCE: Reading(_wb, lambda ev: ev["threshold_log2"], False, "log2 gain"),
+    Code.VIGNETTING: Reading(_key("corner_minus_centre_stops_sim_minus_real"), lambda ev: ev["threshold_stops"], False,
                           "stops"),
-    "depth_dropout": Reading(_key("dropout_diff_real_minus_sim"), lambda ev: ev["threshold"], False, "fraction"),
-    "motion_blur": Reading(_key("anisotropy_log2_sim_minus_real"), lambda ev: ev["threshold_log2"], False, "log2"),
-    "tone_curve": Reading(_key("exponent_sim_over_real"), lambda ev: ev["threshold"], True, "exponent",
+    Code.DEPTH_DROPOUT: Reading(_key("dropout_diff_real_minus_sim"), lambda ev: ev["threshold"], False, "fraction"),
+    Code.MOTION_BLUR: Reading(_key("anisotropy_log2_sim_minus_real"), lambda ev: ev["threshold_log2"], False, "log2"),
+    Code.TONE_CURVE: Reading(_key("exponent_sim_over_real"), lambda ev: ev["threshold"], True, "exponent",
                           _const(2.0 ** TONE_BUG_LOG2)),
-    "field_of_view": Reading(_key("zoom_sim_over_real"), _fov_bar, True, "x (zoom)", _const(FOV_BUG_ZOOM)),
-    "resize_filter": Reading(_alias, _alias_bar, False, "band shape", _alias_bar),
+    Code.FIELD_OF_VIEW: Reading(_key("zoom_sim_over_real"), _fov_bar, True, "x (zoom)", _const(FOV_BUG_ZOOM)),
+    Code.RESIZE_FILTER: Reading(_alias, _alias_bar, False, "band shape", _alias_bar),
 }
 
 
@@ -130,25 +131,25 @@ def _encode_signature(ev: dict) -> str | None:
 
 
 # Known plumbing mappings: evidence -> the mapping matched (a bug whenever the code fires stably).
-SIGNATURES: dict[str, Callable[[dict], str | None]] = {
-    "resolution": lambda ev: "frame sizes differ",
-    "non_finite": lambda ev: "NaN or infinite values",
-    "value_range": lambda ev: "value scale (x255, x257 or another constant)",
-    "normalization": lambda ev: "normalization constants",
-    "frame_format": lambda ev: "frame format (channels or dtype)",
-    "channel_swap": lambda ev: "channel order",
-    "orientation": lambda ev: f"an exact {ev.get('transform', 'flip or rotation')}",
-    "pair_sync": lambda ev: f"pairs keyed {ev.get('offset_steps')} step(s) apart",
-    "depth_scale": lambda ev: "depth unit scale",
-    "depth_invalid": lambda ev: "invalid-depth marker",
-    "depth_registration": lambda ev: "a whole-frame shift of depth against colour",
-    "joint_units": lambda ev: "degrees vs radians",
-    "control_dims": lambda ev: "vector lengths",
-    "control_scale": lambda ev: "a constant scale",
-    "control_sign": lambda ev: "a negated dimension",
-    "resize_filter": lambda ev: ("nearest-neighbour upscale (duplicated pixel pairs)"
+SIGNATURES: dict[Code, Callable[[dict], str | None]] = {
+    Code.RESOLUTION: lambda ev: "frame sizes differ",
+    Code.NON_FINITE: lambda ev: "NaN or infinite values",
+    Code.VALUE_RANGE: lambda ev: "value scale (x255, x257 or another constant)",
+    Code.NORMALIZATION: lambda ev: "normalization constants",
+    Code.FRAME_FORMAT: lambda ev: "frame format (channels or dtype)",
+    Code.CHANNEL_SWAP: lambda ev: "channel order",
+    Code.ORIENTATION: lambda ev: f"an exact {ev.get('transform', 'flip or rotation')}",
+    Code.PAIR_SYNC: lambda ev: f"pairs keyed {ev.get('offset_steps')} step(s) apart",
+    Code.DEPTH_SCALE: lambda ev: "depth unit scale",
+    Code.DEPTH_INVALID: lambda ev: "invalid-depth marker",
+    Code.DEPTH_REGISTRATION: lambda ev: "a whole-frame shift of depth against colour",
+    Code.JOINT_UNITS: lambda ev: "degrees vs radians",
+    Code.CONTROL_DIMS: lambda ev: "vector lengths",
+    Code.CONTROL_SCALE: lambda ev: "a constant scale",
+    Code.CONTROL_SIGN: lambda ev: "a negated dimension",
+    Code.RESIZE_FILTER: lambda ev: ("nearest-neighbour upscale (duplicated pixel pairs)"
                                  if ev.get("signature") == "nearest_upscale" else None),
-    "tone_curve": _encode_signature,
+    Code.TONE_CURVE: _encode_signature,
 }
 
 
@@ -315,8 +316,8 @@ def _resize_gap(f: Finding, s: Settled) -> tuple[str, str]:
     return title, action
 
 
-_AS_GAP: dict[str, Callable[[Finding, Settled], tuple[str, str]]] = {
-    "tone_curve": _tone_gap, "field_of_view": _fov_gap, "resize_filter": _resize_gap,
+_AS_GAP: dict[Code, Callable[[Finding, Settled], tuple[str, str]]] = {
+    Code.TONE_CURVE: _tone_gap, Code.FIELD_OF_VIEW: _fov_gap, Code.RESIZE_FILTER: _resize_gap,
 }
 
 
@@ -356,21 +357,19 @@ def apply(f: Finding, s: Settled) -> Finding:
     return Finding(f.code, severity, title, ev, action, f.score)
 
 
-# Codes that state a count of particular frames (this frame is 16-bit grey, these hold NaN, these
-# pairs differ in size, these vectors are 3-d): facts about those frames, not estimates, so not
-# resampled (a resample that leaves the frame out does not make it right).
-FACTS = frozenset({"frame_format", "non_finite", "resolution", "control_dims"})
-
-
-def settle(findings: list[Finding], runs: list[list[Finding]]) -> list[Finding]:
+def settle(findings: list[Finding], runs: list[list[Finding]], *, facts: frozenset[str] = frozenset()) -> list[Finding]:
     """Every `bug` and `gap` of `findings` settled against the same code in each resample's
-    findings `runs` (see the module docstring); `info` findings as they are."""
+    findings `runs` (see the module docstring); `info` findings as they are.
+
+    `facts`: codes whose findings count particular frames (this frame is 16-bit grey, these hold NaN):
+    facts about those frames, not estimates, so not resampled (a resample that leaves the frame out
+    does not make it right); the registry's `Check.fact` (`checks.FACTS`)."""
     out = []
     for f in findings:
         if f.severity == "info":
             out.append(f)
             continue
-        if f.code in FACTS:
+        if f.code in facts:
             sig = SIGNATURES.get(f.code, lambda e: None)(f.evidence)
             ev = {**f.evidence, "value": None, "ci": None, "bar": None, "unit": None, "margin": None,
                   "stability": 1.0, "n_resamples": 0, "stability_basis": "a count of particular frames: not resampled"}
