@@ -12,6 +12,7 @@ import numpy as np
 from perception_gap.detection.boxes import Box
 from perception_gap.detection.coco import coco_eval
 from perception_gap.errors import InputError, InsufficientData
+from perception_gap.metrics.bootstrap import centred_ci
 from perception_gap.metrics.settings import REPLICATES
 from perception_gap.results import Result
 
@@ -32,7 +33,8 @@ class APDifferenceCI(Result):
 
     Attributes:
         estimate: ap_sim - ap_real on all pairs (> 0: the detector does worse on real).
-        low, high: percentile interval of the bootstrap replicates at `level`.
+        low, high: the engine's centred percentile interval (`metrics.bootstrap.centred_ci`) of
+            the replicates at `level`; low <= estimate <= high.
         ap_sim, ap_real: AP on the sim / real frames of the pairs (equal to COCOeval's AP).
         n_pairs: pairs resampled. n_boot: replicates drawn; n_valid: replicates where both
             APs exist (a replicate without any ground truth on one side is dropped).
@@ -47,7 +49,7 @@ class APDifferenceCI(Result):
     n_pairs: int
     n_boot: int
     n_valid: int
-    method: str = "paired percentile bootstrap over pairs"
+    method: str = "paired centred percentile bootstrap over pairs"
 
     name: ClassVar[str] = "ap_difference"
     unit: ClassVar[str] = "AP points (fraction)"
@@ -270,6 +272,6 @@ def ap_difference_ci(gt_sim: Mapping[str, Sequence[Box]], det_sim: Mapping[str, 
             reps.append(a - b)
     if not reps:
         raise InsufficientData("ap_difference_ci: no bootstrap replicate had ground truth on both sides.")
-    lo, hi = np.quantile(np.array(reps), [(1 - ci) / 2, (1 + ci) / 2])
+    lo, hi, _ = centred_ci(np.array(reps), ap_s - ap_r, ci)
     return APDifferenceCI(estimate=ap_s - ap_r, low=float(lo), high=float(hi), level=float(ci),
                           ap_sim=ap_s, ap_real=ap_r, n_pairs=n, n_boot=n_boot, n_valid=len(reps))

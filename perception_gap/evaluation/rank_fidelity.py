@@ -25,10 +25,11 @@ import numpy as np
 
 from perception_gap.errors import InputError
 from perception_gap.ingest.tables import label, number, require
+from perception_gap.metrics.bootstrap import centred_ci
 from perception_gap.metrics.settings import REPLICATES
 
 N_BOOT = REPLICATES["rank_fidelity"]
-# A 95% percentile interval from fewer than 200 replicates rests on a handful of draws per tail
+# A 95% bootstrap interval from fewer than 200 replicates rests on a handful of draws per tail
 # (1 replicate gives a zero-width interval); past 100,000 the interval no longer changes while
 # the time grows linearly (about a second per 20,000 replicates per task).
 MIN_BOOT, MAX_BOOT = 200, 100_000
@@ -130,7 +131,9 @@ class RankFidelityResult:
 
 
 def _bootstrap(rates: list[PolicyRates], n_boot: int, confidence: float, rng: np.random.Generator):
-    """Percentile intervals of MMRV and Pearson, each rate redrawn as Binomial(n, rate) / n."""
+    """The engine's centred percentile intervals (`metrics.bootstrap.centred_ci`) of MMRV and
+    Pearson, each rate redrawn as Binomial(n, rate) / n; no Pearson interval where its estimate
+    is undefined or half the replicates have none."""
     sim = np.array([p.sim for p in rates])
     real = np.array([p.real for p in rates])
     ns = np.array([p.n_sim for p in rates])
@@ -139,9 +142,9 @@ def _bootstrap(rates: list[PolicyRates], n_boot: int, confidence: float, rng: np
     br = rng.binomial(nr[None, :], real[None, :], size=(n_boot, len(rates))) / nr
     m = np.array([mmrv(a, b) for a, b in zip(bs, br)])
     pr = np.array([x for x in (pearson(a, b) for a, b in zip(bs, br)) if x is not None])
-    q = [(1 - confidence) / 2 * 100, (1 + confidence) / 2 * 100]
-    m_ci = tuple(float(x) for x in np.percentile(m, q))
-    p_ci = tuple(float(x) for x in np.percentile(pr, q)) if len(pr) > n_boot // 2 else None
+    m_ci = centred_ci(m, mmrv(sim, real), confidence)[:2]
+    p_est = pearson(sim, real)
+    p_ci = centred_ci(pr, p_est, confidence)[:2] if p_est is not None and len(pr) > n_boot // 2 else None
     return m_ci, p_ci
 
 
