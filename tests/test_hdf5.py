@@ -16,9 +16,9 @@ from perception_gap.ingest import containers
 from perception_gap.ingest.containers import frame_hash
 from perception_gap.ingest.hdf5 import index_hdf5
 from perception_gap.workflows.stats import compute_stats
+from tests.cli_process import clean, cli
 from tests.robot_data import smooth_frames, write_lerobot
 from tests.test_containers import CAM, png_set, stats_by_step
-from tests.test_reliability import clean, cli
 
 KEY = "agentview_image"
 

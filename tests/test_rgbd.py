@@ -16,7 +16,7 @@ from PIL import Image
 from perception_gap.catalog import Catalog
 from perception_gap.ingest.folders import list_folder
 from perception_gap.workflows.stats import compute_stats
-from tests.test_reliability import clean, cli, good_frame
+from tests.cli_process import clean, cli, good_frame
 
 
 def frames(db: Path, set_name: str) -> dict[str, dict]:

@@ -10,7 +10,7 @@ import duckdb
 import pytest
 from PIL import Image
 
-from tests.test_reliability import clean, cli, good_frame
+from tests.cli_process import clean, cli, good_frame
 
 
 def _folder(root: Path, n: int, seed: int = 0) -> Path:
