@@ -396,8 +396,10 @@ def run_demo(out: PathLike, *, inject: str | None = None, encoders: list[str] | 
          workers: int | None = None) -> dict[str, Any]:
     """Build the built-in paired MuJoCo demo (sim renders and the same states through a camera model), run it.
 
-    Writes the data under `out/data`, the catalog `out/perception_gap.duckdb` (rebuilt each time)
-    and `out/results.json` and `out/report.html`. Needs MuJoCo; takes tens of seconds.
+    Writes the data under `out/data`, the catalog `out/perception_gap.duckdb` (rebuilt each time),
+    `out/results.json` and `out/report.html`, then runs the checks after the gap hunt (policy-check,
+    replay, reprojection) on the demo's own inputs into `out/after/`, as the `demo` command does.
+    Needs MuJoCo; takes tens of seconds.
 
     Args:
         out: the output folder.
@@ -406,7 +408,8 @@ def run_demo(out: PathLike, *, inject: str | None = None, encoders: list[str] | 
         workers: processes and decoding threads (default: all cores).
 
     Returns:
-        The results of `run` on the demo's sets, with their boxes (detection) attached.
+        The results of `run` on the demo's sets, with their boxes (detection) attached; the checks
+        after the gap hunt are in `out/after/results.json`.
 
     Examples:
         >>> from perception_gap.demo import INJECTIONS
@@ -417,23 +420,12 @@ def run_demo(out: PathLike, *, inject: str | None = None, encoders: list[str] | 
         >>> res["findings"][0]["code"]  # doctest: +SKIP
         'channel_swap'
     """
-    from perception_gap.demo import INJECTIONS, build_demo
+    from perception_gap.demo import INJECTIONS
+    from perception_gap.workflows.demo import demo_job
 
     if inject is not None and inject not in INJECTIONS:
         raise InputError(f"Expected `inject` in {', '.join(INJECTIONS)}, got {inject!r}.")
-    folder = Path(out)
-    files = build_demo(folder / "data", inject=inject)
-    db = folder / DEFAULT_DB
-    db.unlink(missing_ok=True)  # the demo rebuilds its data: a fresh catalog
-    with open_catalog(db) as cat:
-        index_manifest(cat, files.manifest, workers=workers)
-        attach_masks(cat, files.sim_masks, files.sim_set, categories=files.mask_categories)
-        for path, set_name, source in ((files.sim_coco, files.sim_set, "colour-detector"),
-                                       (files.real_coco, files.real_set, "colour-detector"),
-                                       (files.real_gt_coco, files.real_set, "gt")):
-            if path is not None:
-                attach_coco(cat, path, set_name, source)
-        return run(cat, files.sim_set, files.real_set, encoders=encoders, workers=workers, out=folder)
+    return demo_job(out, inject=inject, encoders=encoders, workers=workers).results
 
 
 def load_results(path: PathLike) -> Results:

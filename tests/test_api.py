@@ -167,9 +167,11 @@ def test_the_api_does_not_import_the_command_layer():
 
 
 def test_run_demo_indexes_the_demo_files_with_their_boxes_and_runs(tmp_path, monkeypatch):
-    """run_demo's wiring (index the manifest, attach masks and both detectors' boxes, run, write), on the
-    small example files standing in for the MuJoCo build (which `tests/test_demo.py` checks)."""
+    """run_demo's wiring (index the manifest, attach masks and both detectors' boxes, run, write, then the
+    checks after the gap hunt as the `demo` command runs them), on the small example files standing in for
+    the MuJoCo build and its after-hunt inputs (which `tests/test_demo.py` checks)."""
     import perception_gap.demo as demo
+    import perception_gap.demo.after as after
     from perception_gap.demo import DemoFiles
     from perception_gap.examples import write_examples
 
@@ -179,7 +181,12 @@ def test_run_demo_indexes_the_demo_files_with_their_boxes_and_runs(tmp_path, mon
                          sim_coco=ex.coco, real_coco=ex.coco, real_gt_coco=None, sim_set="sim", real_set="real",
                          inject=inject, n_frames=8)
 
+    def after_inputs(root):
+        ex = write_examples(root)
+        return after.AfterFiles("perception_gap.examples:example_policy", ex.poses, ex.cameras, ex.states)
+
     monkeypatch.setattr(demo, "build_demo", build)
+    monkeypatch.setattr(after, "build_after_inputs", after_inputs)
     with pytest.raises(InputError, match="Expected `inject` in"):
         pg.run_demo(tmp_path / "x", inject="no_such_fault")
     res = pg.run_demo(tmp_path / "out", encoders=["pixel"], workers=1)
@@ -188,3 +195,6 @@ def test_run_demo_indexes_the_demo_files_with_their_boxes_and_runs(tmp_path, mon
     assert pg.load_results(tmp_path / "out")["findings"] == res["findings"]
     with pg.open_catalog(tmp_path / "out" / "perception_gap.duckdb", read_only=True) as cat:
         assert [(s.name, s.usable) for s in pg.list_sets(cat)] == [("real", 8), ("sim", 8)]
+    checked = pg.load_results(tmp_path / "out" / "after")
+    assert {"policy_check", "replay", "reprojection"} <= set(checked) and checked["policy_check"]["n_pairs"] == 8
+    assert (tmp_path / "out" / "after" / "report.html").is_file()

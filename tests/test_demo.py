@@ -187,13 +187,13 @@ def test_run_end_to_end_with_detection(clean_demo, tmp_path):
 
 def test_demo_after_the_gap_hunt_inputs_give_their_known_answers(clean_demo, tmp_path):
     """The demo's policy, replay log and cameras: contact at the drawn steps, a structured camera error."""
-    import argparse
-
-    from perception_gap.commands.demo import _after
+    from perception_gap.catalog import Catalog
     from perception_gap.demo.after import ORBIT_DEG
+    from perception_gap.workflows.demo import after_checks
 
     files, db = clean_demo
-    assert _after(argparse.Namespace(quiet=True, main=cli.main), files, db, tmp_path) == 0
+    with Catalog(db, read_only=True) as cat:
+        after_checks(cat, files, tmp_path)
     res = json.loads((tmp_path / "after" / "results.json").read_text())
     assert res["policy_check"]["n_pairs"] == files.n_frames and len(res["policy_check"]["per_dim"]) == 4
     log = (files.root / "after" / "replay.csv").read_text().splitlines()

@@ -6,6 +6,20 @@ import argparse
 from pathlib import Path
 
 from perception_gap.commands.output import check_outputs, progress_bar, say
+from perception_gap.commands.parsing import Parents
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `camera-model` subparser."""
+    cm = sub.add_parser("camera-model", parents=[parents.common], help="measure the real camera against the sim: camera_model.json",
+                        description="Fit the real camera's factors (exposure, white balance, tone curve, vignetting, "
+                                    "blur, sensor noise, JPEG, and the pipeline fixes the diagnoses call for) from a "
+                                    "sim set and a real set, and write them as camera_model.json for a renderer or "
+                                    "an augmentation (perception_gap.apply_camera_model).")
+    cm.add_argument("--sim", required=True, help="sim set name")
+    cm.add_argument("--real", required=True, help="real set name")
+    cm.add_argument("--out", required=True, help="output folder (camera_model.json)")
+    cm.set_defaults(func=execute)
 
 
 def execute(args: argparse.Namespace) -> int:

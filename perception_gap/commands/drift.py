@@ -17,6 +17,7 @@ from perception_gap.commands.output import (
     progress_bar,
     write_outputs,
 )
+from perception_gap.commands.parsing import Parents, model_options
 from perception_gap.wording import FAIL, PASS, gate_word
 
 
@@ -47,6 +48,30 @@ def _print_history(rows: list[dict[str, Any]]) -> None:
         print(f"{h['run_id']:>5}  {h['started_at'][:26]:<26} {str(h['baseline'])[:20]:<20} {str(h['current'])[:20]:<20} {res}")
 
 
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `drift` subparser."""
+    dr = sub.add_parser("drift", parents=[parents.common, parents.engine], help="drift check of new frames against a stored baseline",
+                        description="Gate new frames (--current) against a baseline set: format, per-channel shifts "
+                                    "in stops, sharpness, depth dropout, embedding distance over the baseline's own "
+                                    "noise floor, domain AUC, detector AP. Thresholds from --config (TOML; defaults in "
+                                    "the README). Exit 1 when a gate fails, 0 otherwise. Only new frames are "
+                                    "decoded and embedded. --history lists earlier checks.")
+    dr.add_argument("--baseline", help="the reference set (indexed earlier)")
+    dr.add_argument("--current", help="the new set")
+    dr.add_argument("--current-dir", help="index this folder into --current first (incremental)")
+    dr.add_argument("--domain", choices=("sim", "real"), default="real", help="domain for --current-dir (default real)")
+    dr.add_argument("--config", help="TOML file of gate thresholds (see README: Drift checks)")
+    dr.add_argument("--encoders", action="append",
+                    help="encoder name(s), or @FILE (a candidates TOML file) (default: every available one; "
+                         "`none`: statistics gates only)")
+    dr.add_argument("--history", action="store_true", help="list earlier drift checks (of --baseline, if given)")
+    dr.add_argument("--out", help="output folder (results.json, report.html)")
+    dr.add_argument("--json", help="also write results.json to this file")
+    model_options(dr, "where the models run")
+    dr.add_argument("--rollouts", metavar="FILE", help="also include the rollouts section of this log (see `rollouts`)")
+    dr.set_defaults(func=execute)
+
+
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.catalog import Catalog
     from perception_gap.engines import open_engine
@@ -67,15 +92,18 @@ def execute(args: argparse.Namespace) -> int:
         return fail(f"drift needs {', '.join(missing)} (or --history).")
     cfg = load_config(args.config)
     check_outputs(args.out, args.json)
+    rollouts = None
     if args.rollouts:
-        from perception_gap.evaluation.jobs import add_rollouts, check_rollouts
+        from perception_gap.evaluation.jobs import merge_rollouts, rollouts_job
 
-        check_rollouts(args.rollouts)  # bad input fails before the long analysis
+        rollouts = rollouts_job(args.rollouts)  # before the long analysis: bad input fails at once
     if args.current_dir:
-        rc = args.main(["index", args.current_dir, "--set", args.current, "--domain", args.domain, "--db", args.db, "-q"]
-                  + (["--workers", str(args.workers)] if args.workers else []))
-        if rc:
-            return rc
+        from perception_gap.ingest import index_folder
+
+        with Catalog(args.db, wait=args.wait) as cat:
+            r = index_folder(cat, Path(args.current_dir), args.current, args.domain, workers=args.workers)
+        if r.usable == 0:
+            return fail(f"set {r.set_name!r} has no usable frame ({r.n_skipped} skipped).")
     out_dir = Path(args.out)
     progress, close = progress_bar(args, "drift")
     with Catalog(args.db, wait=args.wait, create=False) as cat, \
@@ -86,8 +114,8 @@ def execute(args: argparse.Namespace) -> int:
                             precision=args.precision, engine=eng, resampling=resampling(args))
         finally:
             close()
-    if args.rollouts:
-        add_rollouts(res, args.rollouts)
+    if rollouts is not None:
+        merge_rollouts(res, rollouts)
     write_outputs(res, out_dir, args.json)
     if not args.quiet:
         _print_drift(res, out_dir)

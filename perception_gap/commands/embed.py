@@ -6,6 +6,28 @@ import argparse
 from pathlib import Path
 
 from perception_gap.commands.output import atomic_write_text, check_outputs, dumps, fmt, progress_bar, say
+from perception_gap.commands.parsing import Parents, model_options
+
+
+def add_encoders_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `encoders` subparser."""
+    en = sub.add_parser("encoders", parents=[parents.common], help="list encoders: width, preprocessing, weights available",
+                        description="List registered encoders with their width, preprocessing and whether weights are available.")
+    en.add_argument("--json", help="also write the list to this JSON file")
+    en.set_defaults(func=execute_encoders)
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `embed` subparser."""
+    em = sub.add_parser("embed", parents=[parents.common, parents.engine], help="embed frames through encoders (cached by content)",
+                        description="Embed every usable frame through each encoder; cached by (content hash, "
+                                    "encoder fingerprint), resumable, only missing frames are embedded.")
+    em.add_argument("--encoder", "--encoders", dest="encoder", required=True, action="append",
+                    help="encoder name(s), comma-separated or repeated (see `encoders`), or @FILE: a candidates "
+                         "file of [[encoder]] tables (docs/encoders.md, Sweeps)")
+    em.add_argument("--set", action="append", help="set to embed (repeatable; default: every set)")
+    model_options(em, "where the model runs")
+    em.set_defaults(func=execute)
 
 
 def execute_encoders(args: argparse.Namespace) -> int:

@@ -6,7 +6,57 @@ import argparse
 import sys
 from pathlib import Path
 
+from perception_gap.commands.flags import positive
 from perception_gap.commands.output import fail, progress_bar, say, skip_lines
+from perception_gap.commands.parsing import Parents
+
+# The source each source option belongs to (the positional folder is `path`), checked by `execute`
+# before anything is read: "--root goes with --manifest".
+GOES_WITH = {"--root": "--manifest", "--proprio": "--hdf5", "--depth-topic": "--rosbag", "--depth-camera": "--lerobot",
+             "--sync-tolerance": "--depth-topic", "--pair-regex": "path"}
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `index` subparser."""
+    ix = sub.add_parser("index", parents=[parents.common], help="index a folder or a manifest of frames into the catalog",
+                        description="Index frames (incremental: only new or changed files are read).")
+    ix.add_argument("path", nargs="?", help="folder of frames (pair key = relative path without extension)")
+    ix.add_argument("--set", help="set name")
+    ix.add_argument("--domain", choices=("sim", "real"), help="domain of the set")
+    ix.add_argument("--manifest", help="CSV, JSONL or Parquet manifest (columns: set, domain, rgb, pair_key, ...)")
+    ix.add_argument("--video", metavar="PATH", help="a video file, or a folder of them (one episode per file; "
+                                                    "pair key = <episode>/<frame>)")
+    ix.add_argument("--lerobot", metavar="ROOT", help="a local LeRobot dataset folder (v2.1 or v3.0); with --camera")
+    ix.add_argument("--hdf5", metavar="FILE", help="a robomimic-layout HDF5 file (data/demo_N/obs/KEY, actions); "
+                                                   "with --camera")
+    ix.add_argument("--rosbag", metavar="PATH", help="a ROS 1 .bag, a ROS 2 bag folder (sqlite3 or MCAP) or a "
+                                                     "folder of bags (one episode per bag); with --topic")
+    ix.add_argument("--topic", help="with --rosbag: the sensor_msgs/Image or CompressedImage topic")
+    ix.add_argument("--depth-topic", metavar="TOPIC", help="with --rosbag: depth images (16UC1 mm, 32FC1 m) paired "
+                                                           "to the nearest colour frame within --sync-tolerance")
+    ix.add_argument("--sync-tolerance", type=positive, default=None, metavar="SECONDS",
+                    help="with --depth-topic: the largest time difference that pairs (default 0.02)")
+    ix.add_argument("--camera", metavar="KEY", help="with --lerobot: the camera feature (e.g. observation.images.top); "
+                                                    "with --hdf5: the obs key (e.g. agentview_image)")
+    ix.add_argument("--depth-camera", metavar="KEY", help="with --lerobot: the camera feature holding depth maps "
+                                                          "(give its unit with --depth-unit)")
+    ix.add_argument("--proprio", metavar="KEY[,KEY]", help="with --hdf5: obs keys concatenated into proprio "
+                                                           "(e.g. robot0_eef_pos,robot0_gripper_qpos)")
+    ix.add_argument("--root", metavar="DIR", help="with --manifest: the folder relative paths start from "
+                                                  "(default: the manifest's folder)")
+    ix.add_argument("--pair-regex", help="regex on the relative path whose first group (or group 'key') is the pair key")
+    ix.add_argument("--depth-unit", help="declared depth unit: m, mm, cm, tum (1/5000 m) or units per metre")
+    ix.add_argument("--tags", help="comma-separated tags for the set")
+    ix.add_argument("--coco", help="COCO JSON of boxes to attach to the indexed --set (joined by image file name "
+                                   "and category name)")
+    ix.add_argument("--source", help="with --coco: `gt` for ground truth, or the detector's name")
+    ix.add_argument("--masks", help="folder of instance-id masks (<pair key>.png): ground-truth boxes for --set")
+    ix.add_argument("--mask-categories", help="with --masks: JSON mapping instance id to category name")
+    ix.set_defaults(func=execute)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -33,14 +83,9 @@ def execute(args: argparse.Namespace) -> int:
     if (args.rosbag is not None) != (args.topic is not None):
         return fail("index: --rosbag PATH needs --topic TOPIC." if args.rosbag is not None
                     else "index: --topic goes with --rosbag PATH.")
-    for flag, value, owner, given in (("--root", args.root, "--manifest", args.manifest),
-                                      ("--proprio", args.proprio, "--hdf5", args.hdf5),
-                                      ("--depth-topic", args.depth_topic, "--rosbag", args.rosbag),
-                                      ("--depth-camera", args.depth_camera, "--lerobot", args.lerobot),
-                                      ("--sync-tolerance", args.sync_tolerance, "--depth-topic", args.depth_topic),
-                                      ("--pair-regex", args.pair_regex, "a folder PATH", args.path)):
-        if value is not None and given is None:
-            return fail(f"index: {flag} goes with {owner}.")
+    for flag, owner in GOES_WITH.items():
+        if getattr(args, _dest(flag)) is not None and getattr(args, _dest(owner)) is None:
+            return fail(f"index: {flag} goes with {'a folder PATH' if owner == 'path' else owner}.")
     progress, close = progress_bar(args, "index")
     with Catalog(args.db, wait=args.wait) as cat:
         try:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from perception_gap.commands.flags import finite_float, positive
 from perception_gap.commands.output import fmt
+from perception_gap.commands.parsing import Parents
 from perception_gap.commands.rollouts import finish, print_gates_and_findings
 
 
@@ -21,6 +23,24 @@ def _print(res: dict[str, Any], out_dir: str | None) -> None:
     for s in sec["skipped"]:
         print(f"skipped tick {fmt(s['tick'])}: {s['reason']}")
     print_gates_and_findings(res, sec, out_dir)
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `latency` subparser."""
+    la = sub.add_parser("latency", parents=[parents.common, parents.outputs], help="per-stage and end-to-end latency vs the control tick",
+                        description="Per-tick timestamp log (one column per stage, in pipeline order): per-stage and "
+                                    "end-to-end p50/p95/p99 in ms, overruns of the control tick, staleness in ticks, "
+                                    "jitter. Finding latency_unit when the logged tick interval and --fps disagree "
+                                    "tenfold or more (a wrong --unit). Exit 1 when the end-to-end p95 exceeds "
+                                    "--max-p95-ms.")
+    la.add_argument("file", metavar="FILE", help="tick log (CSV, JSONL or Parquet)")
+    la.add_argument("--fps", type=finite_float(1e-3, 1e6), required=True,
+                    help="control frequency in Hz, 0.001 to 1e6 (tick = 1000/fps ms)")
+    la.add_argument("--stages", help="stage columns in pipeline order, comma-separated (default: the columns as "
+                                     "they appear, less tick/index/frame/step/episode/seq)")
+    la.add_argument("--unit", choices=("s", "ms", "us", "ns"), default="s", help="timestamp unit (default s)")
+    la.add_argument("--max-p95-ms", type=positive, help="gate: exit 1 when end-to-end p95 exceeds this many ms")
+    la.set_defaults(func=execute)
 
 
 def execute(args: argparse.Namespace) -> int:

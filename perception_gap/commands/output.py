@@ -121,11 +121,16 @@ def encoder_names(spec: list[str] | None) -> list[Any] | None:
     return [] if [n.name.lower() for n in names] == ["none"] else names
 
 
+def check_lines(res: dict[str, Any], summary: list[str]) -> list[str]:
+    """A check's summary lines, then one line per finding."""
+    return summary + [f"  finding {f['code']} ({f['severity']}): {f['title']}" for f in res["findings"]]
+
+
 def finish_check(args: argparse.Namespace, section: str, res: dict[str, Any], summary: list[str]) -> int:
     """Write a check's `--json` file and `--out` folder, print its summary; 1 when its gate failed."""
     write_outputs(res, getattr(args, "out", None), args.json, render_check)
     g = res[section].get("gate")
-    for line in summary + [f"  finding {f['code']} ({f['severity']}): {f['title']}" for f in res["findings"]]:
+    for line in check_lines(res, summary):
         say(args, line)
     if g is not None:
         why = f" ({g['reason']})" if g.get("status") in ("not computed", "skipped") and g.get("reason") else ""

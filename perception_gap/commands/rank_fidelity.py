@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from perception_gap.commands.flags import bounded_int, finite_float
 from perception_gap.commands.output import fmt
+from perception_gap.commands.parsing import Parents
 from perception_gap.commands.rollouts import finish, print_gates_and_findings
 
 
@@ -24,6 +26,23 @@ def _print(res: dict[str, Any], out_dir: str | None) -> None:
     for s in sec["skipped"]:
         print(f"skipped {s.get('policy', '')}{'/' if s.get('policy') else ''}{s['task']}: {s['reason']}")
     print_gates_and_findings(res, sec, out_dir)
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `rank-fidelity` subparser."""
+    rf = sub.add_parser("rank-fidelity", parents=[parents.common, parents.outputs], help="MMRV and Pearson of sim vs real success across policies",
+                        description="Does sim rank policies or checkpoints as real does? Pearson correlation and the "
+                                    "SimplerEnv mean maximum rank violation (MMRV: order from sim and real, violation "
+                                    "size from real success), per task and averaged. FILE: rows policy, task, sim, "
+                                    "real (rates; optional n_sim, n_real counts for bootstrap CIs), or a rollouts log. "
+                                    "Finding rank_fidelity when the mean Pearson is below 0.7 or the mean MMRV "
+                                    "above 0.1. Exit 1 when the mean Pearson is under --min-pearson.")
+    rf.add_argument("file", metavar="FILE", help="rates table or rollouts log (CSV, JSONL or Parquet)")
+    rf.add_argument("--n-boot", type=bounded_int(200, 100_000), default=2000,
+                    help="bootstrap replicates when counts are known, 200 to 100000 (default 2000)")
+    rf.add_argument("--min-pearson", type=finite_float(-1.0, 1.0),
+                    help="gate: exit 1 when the mean Pearson over tasks is below this (in [-1, 1])")
+    rf.set_defaults(func=execute)
 
 
 def execute(args: argparse.Namespace) -> int:

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from perception_gap.commands.flags import finite_float
 from perception_gap.commands.output import check_outputs, fmt, write_outputs
+from perception_gap.commands.parsing import Parents
 from perception_gap.outputs import render_evaluation
 from perception_gap.wording import gate_word, signed
 
@@ -51,6 +53,23 @@ def finish(args: argparse.Namespace, job: Callable[[], dict[str, Any]], kind: st
     if not args.quiet:
         show(res, args.out)
     return 0 if res[kind]["passed"] else 1
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `rollouts` subparser."""
+    ro = sub.add_parser("rollouts", parents=[parents.common, parents.outputs], help="success rates with exact CIs, sim vs real, rollouts needed",
+                        description="Success rates per policy x task x domain with exact (Clopper-Pearson) intervals, "
+                                    "the sim-vs-real drop with a Newcombe interval, the rollouts needed per side, "
+                                    "failure modes and episode lengths. FILE: CSV, JSONL or Parquet with columns "
+                                    "policy, task, domain (sim|real), success (0/1); optional episode_length, "
+                                    "failure_mode. Exit 1 when --max-drop is crossed.")
+    ro.add_argument("file", metavar="FILE", help="rollouts log (CSV, JSONL or Parquet)")
+    ro.add_argument("--ci", choices=("exact", "wilson"), default="exact", help="per-group interval (default exact)")
+    ro.add_argument("--confidence", type=finite_float(0.0, 1.0, low_open=True, high_open=True), default=0.95,
+                    help="interval level, in (0, 1) (default 0.95)")
+    ro.add_argument("--max-drop", type=finite_float(-1.0, 1.0),
+                    help="gate: exit 1 when a sim-minus-real success drop exceeds this (in [-1, 1])")
+    ro.set_defaults(func=execute)
 
 
 def execute(args: argparse.Namespace) -> int:

@@ -8,9 +8,10 @@ from typing import Any
 
 from perception_gap.commands.flags import resampling
 from perception_gap.commands.output import check_outputs, fmt, progress_bar, write_outputs
+from perception_gap.commands.parsing import Parents, model_options
 
 
-def _print_run(res: dict[str, Any], out_dir: Path) -> None:
+def print_run(res: dict[str, Any], out_dir: Path) -> None:
     from perception_gap.probes import describe_r2  # sklearn loads only when a run prints
 
     print(f"sim {res['config']['sim']!r} vs real {res['config']['real']!r}: {res['pairs']['n_pairs']} pairs")
@@ -50,6 +51,29 @@ def _print_run(res: dict[str, Any], out_dir: Path) -> None:
     print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
 
 
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `run` subparser."""
+    rn = sub.add_parser("run", parents=[parents.common, parents.engine], help="the whole analysis: statistics, embeddings, gap, probes, ranking",
+                        description="Raw statistics and plumbing diagnoses, embeddings, sim-vs-real gap metrics with "
+                                    "noise floors and CIs, linear probes, encoder ranking and findings; writes "
+                                    "DIR/results.json and DIR/report.html.")
+    rn.add_argument("--sim", required=True, help="sim set name")
+    rn.add_argument("--real", required=True, help="real set name")
+    rn.add_argument("--encoders", action="append",
+                    help="encoder name(s), comma-separated or repeated, or @FILE (a candidates TOML file; "
+                         "docs/encoders.md, Sweeps) (default: every encoder with weights available)")
+    rn.add_argument("--out", required=True, help="output folder (results.json, report.html)")
+    rn.add_argument("--json", help="also write results.json to this file")
+    model_options(rn, "where the models run")
+    rn.add_argument("--no-attribution", dest="attribution", action="store_false",
+                    help="skip the camera model and the counterfactual attribution of each encoder's gap")
+    rn.add_argument("--rollouts", metavar="FILE", help="also include the rollouts section of this log (see `rollouts`)")
+    rn.add_argument("--inception-weights", metavar="FILE",
+                    help="a local FID Inception v3 state dict (pytorch-fid's pt_inception-2015-12-05-6726825d.pth): "
+                         "also the FID and KID of the reference implementations (nothing downloads)")
+    rn.set_defaults(func=execute)
+
+
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.candidates import parse_candidates
     from perception_gap.catalog import Catalog
@@ -59,10 +83,11 @@ def execute(args: argparse.Namespace) -> int:
     names = parse_candidates(args.encoders) if args.encoders else None
     out_dir = Path(args.out)
     check_outputs(out_dir, args.json)
+    rollouts = None
     if args.rollouts:
-        from perception_gap.evaluation.jobs import add_rollouts, check_rollouts
+        from perception_gap.evaluation.jobs import merge_rollouts, rollouts_job
 
-        check_rollouts(args.rollouts)  # bad input fails before the long analysis
+        rollouts = rollouts_job(args.rollouts)  # before the long analysis: bad input fails at once
     progress, close = progress_bar(args, "run")
     with Catalog(args.db, wait=args.wait, create=False) as cat, \
             open_engine(cat, args.engine, address=args.address, workers=args.workers, device=args.device) as eng:
@@ -74,9 +99,9 @@ def execute(args: argparse.Namespace) -> int:
                           attribution=getattr(args, "attribution", True), resampling=resampling(args))
         finally:
             close()
-    if args.rollouts:
-        add_rollouts(res, args.rollouts)
+    if rollouts is not None:
+        merge_rollouts(res, rollouts)
     write_outputs(res, out_dir, args.json)
     if not args.quiet:
-        _print_run(res, out_dir)
+        print_run(res, out_dir)
     return 0

@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from perception_gap.commands.flags import resampling
+from perception_gap.commands.flags import bounded_int, resampling
 from perception_gap.commands.output import check_outputs, encoder_names, fmt, progress_bar, write_outputs
+from perception_gap.commands.parsing import Parents, model_options
 from perception_gap.wording import FAIL, NOT_COMPUTED, gate_word
 
 
@@ -37,6 +38,28 @@ def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
                NOT_COMPUTED: f" ({gate.get('reason')})"}.get(word, "")
         print(f"--fail-if-worse {scr['baseline']!r}: {word}{why}")
     print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `screen` subparser."""
+    sc = sub.add_parser("screen", parents=[parents.common], help="which rendering is closer to real, with confidence",
+                        description="Screen two or more renderings (sim sets of the same scenes) against one real set: "
+                                    "distance to real in raw statistics and in each encoder, a paired bootstrap over "
+                                    "scenes for confidence; writes DIR/results.json and DIR/report.html. Exit 1 with "
+                                    "--fail-if-worse A when another rendering is significantly farther from real than A.")
+    sc.add_argument("--sim", required=True, action="append", help="a sim set (repeat, or comma-separate; at least two)")
+    sc.add_argument("--real", required=True, help="real set name")
+    sc.add_argument("--encoders", action="append",
+                    help="encoder name(s), comma-separated or repeated, or @FILE (a candidates TOML file) "
+                         "(default: every available one; `none`: raw statistics only)")
+    sc.add_argument("--fail-if-worse", metavar="SIM", help="exit 1 when another rendering is significantly farther "
+                                                            "from real than this one (for CI on a renderer)")
+    sc.add_argument("--n-boot", type=bounded_int(10, 100_000), default=1000,
+                    help="bootstrap replicates, 10 to 100000 (default 1000)")
+    sc.add_argument("--out", required=True, help="output folder (results.json, report.html)")
+    sc.add_argument("--json", help="also write results.json to this file")
+    model_options(sc, "where the models run")
+    sc.set_defaults(func=execute)
 
 
 def execute(args: argparse.Namespace) -> int:

@@ -6,6 +6,15 @@ import argparse
 from pathlib import Path
 
 from perception_gap.commands.output import atomic_write_text, check_outputs, dumps
+from perception_gap.commands.parsing import Parents
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `sets` subparser."""
+    ls = sub.add_parser("sets", parents=[parents.common], help="list the catalog's sets: domain, frames, usable, skipped, source",
+                        description="List every set of the catalog with its domain, frame counts and source.")
+    ls.add_argument("--json", help="also write the list to this JSON file")
+    ls.set_defaults(func=execute)
 
 
 def execute(args: argparse.Namespace) -> int:

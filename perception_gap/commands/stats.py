@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from perception_gap.commands.output import atomic_write_text, check_outputs, dumps, fmt, progress_bar, skip_lines
+from perception_gap.commands.parsing import Parents
 
 
 def _extreme(pick, values):
@@ -47,6 +48,16 @@ def _print_stats(res: dict[str, Any]) -> None:
         print(f"{i}. [{f['severity']}] {f['code']}: {f['title']}")
         if f.get("action"):
             print(f"   action: {f['action']}")
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
+    """The `stats` subparser."""
+    st = sub.add_parser("stats", parents=[parents.common, parents.engine], help="raw statistics and plumbing diagnoses, sim vs real",
+                        description="Raw statistics per set and named plumbing diagnoses (sim set vs real set).")
+    st.add_argument("--sim", required=True, help="sim set name")
+    st.add_argument("--real", required=True, help="real set name")
+    st.add_argument("--json", help="write the results (sets, stats, pairs, findings) to this JSON file")
+    st.set_defaults(func=execute)
 
 
 def execute(args: argparse.Namespace) -> int:

@@ -82,7 +82,12 @@ def add_rollouts(results: dict[str, Any], path: str | Path) -> dict[str, Any]:
 
     Findings stay ordered by severity (bugs first); among equals, the analysis's own come first.
     """
-    extra = rollouts_job(path)
+    return merge_rollouts(results, rollouts_job(path))
+
+
+def merge_rollouts(results: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`add_rollouts` for a `rollouts_job` result already computed (read before a long analysis, so bad
+    input fails at once and the file is read once)."""
     results["rollouts"] = extra["rollouts"]
     merged = list(results.get("findings") or []) + extra["findings"]
     results["findings"] = sorted(merged, key=lambda f: severity_rank(f.get("severity")))
