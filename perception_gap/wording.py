@@ -30,7 +30,9 @@ def severity_rank(severity: Any) -> int:
     return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
 
 
-def _finite(x: Any) -> bool:
+def finite(x: Any) -> bool:
+    """Whether `x` is a finite int or float (a bool, None, text, NaN or inf is not): the one test
+    the library and the reports use before showing or drawing a number."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -86,12 +88,12 @@ def gate_word(outcome: Any) -> str:
 def signed(x: Any, digits: int = 3) -> str:
     """A difference with its sign: `+0.12`, `-3.4e-4`, `0` (a true minus sign is left to the font)."""
     s = sig(x, digits)
-    return "+" + s if _finite(x) and x > 0 else s
+    return "+" + s if finite(x) and x > 0 else s
 
 
 def pct(fraction: Any, digits: int = 2) -> str:
     """A fraction as percent: 0.28 -> `28%`, 0.004 -> `0.4%`, 1.14 -> `114%`, 0 -> `0%`."""
-    if not _finite(fraction):
+    if not finite(fraction):
         return MISSING
     v = fraction * 100
     return f"{sig(v, max(digits, len(str(int(abs(v))))))}%"
@@ -103,7 +105,7 @@ def points(a: Any, b: Any) -> str:
     `points(0.28, 0.04)` -> `24 percentage points more`, `points(0.04, 0.28)` -> `24 percentage points
     fewer`; the magnitude is computed from the same two values, so it matches them when both are shown.
     """
-    if not (_finite(a) and _finite(b)):
+    if not (finite(a) and finite(b)):
         return MISSING
     d = (a - b) * 100
     if d == 0:
@@ -113,7 +115,7 @@ def points(a: Any, b: Any) -> str:
 
 def times(ratio: Any, digits: int = 3) -> str:
     """A ratio as a factor: 1001.2 -> `1,000x`, 0.47 -> `0.47x`."""
-    if not _finite(ratio):
+    if not finite(ratio):
         return MISSING
     if abs(ratio) >= 10 ** digits:  # 1001.2 -> 1,000: the digits beyond `digits` are noise
         return f"{round(float(f'{ratio:.{digits}g}')):,}x"
@@ -126,7 +128,7 @@ def stops(s: Any) -> str:
     `stops(-1.09)` -> `1.09 stops darker (luminance 47% of the other's)`; `stops(0.5)` -> `0.5 stops
     brighter (luminance 141% of the other's)`. The sign decides the word; the percent is 2**s.
     """
-    if not _finite(s):
+    if not finite(s):
         return MISSING
     word = "brighter" if s > 0 else "darker"
     return f"{sig(abs(s))} stops {word} (luminance {pct(2.0 ** s)} of the other's)"

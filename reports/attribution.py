@@ -37,7 +37,7 @@ from perception_gap.reports.format import ci as ci_text
 from perception_gap.reports.format import num
 from perception_gap.reports.maps import nice_ticks
 from perception_gap.reports.safe_text import escape, finalize
-from perception_gap.wording import MISSING
+from perception_gap.wording import MISSING, finite
 
 logger = logging.getLogger(__name__)
 
@@ -55,10 +55,6 @@ LABEL_MAX = 44  # characters of a factor's words before they are shortened
 MAPS = "see the gap maps"
 
 
-def _ok(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _d(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
 
@@ -69,12 +65,12 @@ def _l(v: Any) -> list[Any]:
 
 def _interval(v: Any) -> tuple[float, float] | None:
     v = _l(v)
-    return (float(v[0]), float(v[1])) if len(v) == 2 and _ok(v[0]) and _ok(v[1]) else None
+    return (float(v[0]), float(v[1])) if len(v) == 2 and finite(v[0]) and finite(v[1]) else None
 
 
 def pct(x: Any, sign: bool = False) -> str:
     """A share as a percent of the gap: whole percents from 10% up, one decimal below (`64%`, `2.7%`)."""
-    if not _ok(x):
+    if not finite(x):
         return MISSING
     v = 100.0 * float(x)
     t = f"{v:,.0f}" if abs(v) >= 10 else f"{v:.1f}"
@@ -141,9 +137,9 @@ def _rows(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows, prev = [], 0.0
     for f in map(_d, _l(entry.get("factors"))):
         step = f.get("step")
-        if not _ok(step):
+        if not finite(step):
             continue
-        end = float(f["cumulative"]) if _ok(f.get("cumulative")) else prev + float(step)
+        end = float(f["cumulative"]) if finite(f.get("cumulative")) else prev + float(step)
         ci = _interval(f.get("step_ci"))
         rows.append({"kind": "factor", "code": str(f.get("code")), "label": factor_words(f.get("code"), f.get("params")),
                      "start": prev, "end": end, "share": float(step),
@@ -151,8 +147,8 @@ def _rows(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
                      "text": f"{pct(step, sign=True)} {pct_ci(f.get('step_ci'))}".strip(), "ci": ci})
         prev = end
     all_, res = _d(entry.get("all")), _d(entry.get("residual"))
-    total = float(all_["share"]) if _ok(all_.get("share")) else prev
-    if _ok(res.get("share")):
+    total = float(all_["share"]) if finite(all_.get("share")) else prev
+    if finite(res.get("share")):
         rows.append({"kind": "residual", "code": "residual", "label": "remains: content, materials, lighting",
                      "start": total, "end": 1.0, "share": float(res["share"]), "whisker": _interval(all_.get("ci")),
                      "text": f"{pct(res['share'])} {pct_ci(res.get('ci'))}".strip(), "ci": _interval(res.get("ci"))})
@@ -238,7 +234,7 @@ def sentence(name: Any, entry: Mapping[str, Any]) -> str:
     all_, res = _d(entry.get("all")), _d(entry.get("residual"))
     head = f"The camera factors close {_with_ci(all_.get('share'), all_.get('ci'))} of {name}'s gap above its floor"
     r = res.get("share")
-    if _ok(r) and r < 0:  # past the floor: nothing of the gap is left to content
+    if finite(r) and r < 0:  # past the floor: nothing of the gap is left to content
         return (f"{head}; nothing remains (residual {_with_ci(r, res.get('ci'))}): through the model the sim "
                 "frames come closer to the real ones than two halves of the real set are to each other.")
     return f"{head}; {_with_ci(r, res.get('ci'))} remains: content, materials or lighting, {MAPS}."

@@ -9,21 +9,16 @@ passed or failed without looking elsewhere.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from perception_gap.reports.format import MISSING, ci, num
-from perception_gap.wording import FAIL, NOT_COMPUTED, PASS, SKIP, gate_word
+from perception_gap.wording import FAIL, NOT_COMPUTED, PASS, SKIP, finite, gate_word
 
 # Drift gates whose interval decides (drift_gates.shift_gate): two-sided unless listed one-sided.
 _CI_GATES = {"channel_shift", "sharpness", "sensor_noise", "depth_dropout"}
 _ONE_SIDED = {"depth_dropout"}
 FORMAT_ALPHA = 0.01  # drift_gates.FORMAT_ALPHA (a test keeps the two equal)
-
-
-def _ok(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _d(v: Any) -> Mapping[str, Any]:
@@ -32,7 +27,7 @@ def _d(v: Any) -> Mapping[str, Any]:
 
 def _cmp(v: Any, t: Any) -> str:
     """`0.453 > 0.3`, `0.1 <= 0.3` (as the two numbers order), for the sentence beside a verdict."""
-    if not (_ok(v) and _ok(t)):
+    if not (finite(v) and finite(t)):
         return f"{num(v)} against {num(t)}"
     return f"{num(v)} {'>' if v > t else '=' if v == t else '<'} {num(t)}"
 
@@ -56,7 +51,7 @@ def threshold_rule(g: Mapping[str, Any]) -> str:
 
 def _ci_rule(g: Mapping[str, Any], base: str) -> str:
     det, c, t = _d(g.get("detail")), _d(g.get("ci")), g.get("threshold")
-    level = f"{100 * c['level']:g}% " if _ok(c.get("level")) else ""
+    level = f"{100 * c['level']:g}% " if finite(c.get("level")) else ""
     beyond = f"above +{num(t)}" if base in _ONE_SIDED else f"beyond \u00b1{num(t)}"
     failed = [str(x) for x in det.get("failed") or []]
     col = det.get("column")
@@ -75,11 +70,11 @@ def _ci_rule(g: Mapping[str, Any], base: str) -> str:
 def _auc_rule(g: Mapping[str, Any]) -> str:
     det, v, t = _d(g.get("detail")), g.get("value"), g.get("threshold")
     r, need = det.get("effect_ratio"), det.get("min_ratio")
-    sized = _ok(need) and need > 0 and _ok(r)
+    sized = finite(need) and need > 0 and finite(r)
     if outcome(g) == FAIL:
         return (f"AUC {_cmp(v, t)} and the shift is {num(r)}x the baseline's own variation, above {num(need)}x"
                 if sized else f"AUC {_cmp(v, t)}")
-    if _ok(v) and _ok(t) and v > t and sized:
+    if finite(v) and finite(t) and v > t and sized:
         return (f"AUC {_cmp(v, t)}, but the shift is only {num(r)}x the baseline's own variation; "
                 f"fails only when the AUC is above {num(t)} and the shift above {num(need)}x")
     # without an effect size (min_ratio 0, or no floor to size it against) the AUC alone decides
@@ -92,7 +87,7 @@ def _format_rule(g: Mapping[str, Any]) -> str:
     p = det.get("p_value")
     if outcome(g) == FAIL:
         return f"excess share of odd frames {_cmp(v, t)} and binomial p {num(p)} < {num(FORMAT_ALPHA)}"
-    if _ok(v) and _ok(t) and v > t:
+    if finite(v) and finite(t) and v > t:
         return (f"excess share of odd frames {_cmp(v, t)}, but binomial p {num(p)} >= {num(FORMAT_ALPHA)}: "
                 f"as likely by chance at the baseline's own rate")
     return f"excess share of odd frames {_cmp(v, t)}; fails above {num(t)} when also unlikely by chance"
@@ -137,7 +132,7 @@ def screen_verdict(scr: Mapping[str, Any]) -> dict[str, Any]:
     ranking = [_d(r) for r in scr.get("ranking") or []]
     closest = scr.get("closest")
     first = ranking[0] if ranking else {}
-    level = f"{100 * scr['ci_level']:g}% " if _ok(scr.get("ci_level")) else ""
+    level = f"{100 * scr['ci_level']:g}% " if finite(scr.get("ci_level")) else ""
     split = _views_split(scr, first.get("set"))
     if closest:
         title = f"Closest to real: {closest}, significantly closer than every other rendering"

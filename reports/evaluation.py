@@ -14,14 +14,15 @@ from markupsafe import Markup
 from perception_gap.reports import page
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import MISSING, ci, compact, labelled, num, signed
-from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _ok, _png, legend_beside
+from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _png, legend_beside
+from perception_gap.wording import finite
 
 MAX_ROWS = 60
 
 
 def interval_bars(groups: Sequence[Mapping[str, Any]]) -> Markup | None:
     """Success rate of each policy/task, sim and real side by side, with their interval bars."""
-    rows = [g for g in groups if _ok(g.get("rate"))][:MAX_ROWS]
+    rows = [g for g in groups if finite(g.get("rate"))][:MAX_ROWS]
     if not rows:
         return None
     keys = list(dict.fromkeys(f"{g['policy']}/{g['task']}" for g in rows))
@@ -44,7 +45,7 @@ def interval_bars(groups: Sequence[Mapping[str, Any]]) -> Markup | None:
 
 def rank_scatter(task: str, entry: Mapping[str, Any]) -> Markup | None:
     """Sim (x) vs real (y) success of each policy; pairs sim orders wrongly joined in red."""
-    pts = {p["policy"]: (p["sim"], p["real"]) for p in entry.get("policies") or [] if _ok(p.get("sim"))}
+    pts = {p["policy"]: (p["sim"], p["real"]) for p in entry.get("policies") or [] if finite(p.get("sim"))}
     if len(pts) < 2:
         return None
     fig = _figure(4.6, 4.2)
@@ -66,13 +67,13 @@ def rank_scatter(task: str, entry: Mapping[str, Any]) -> Markup | None:
 
 def latency_histogram(sample: Sequence[Any], tick_ms: Any) -> Markup | None:
     """Histogram of end-to-end latency with the control tick marked."""
-    v = [float(x) for x in sample if _ok(x)]
+    v = [float(x) for x in sample if finite(x)]
     if not v:
         return None
     fig = _figure(6.0, 3.0)
     ax = fig.add_subplot()
     ax.hist(v, bins=40, color=REAL_COLOR, alpha=0.8)
-    if _ok(tick_ms):
+    if finite(tick_ms):
         ax.axvline(float(tick_ms), color="#c0392b", lw=1.5, label=f"tick {num(float(tick_ms))} ms")
         legend_beside(ax, 8)
     ax.set_xlabel("end-to-end latency (ms)")
@@ -94,7 +95,7 @@ def stage_bars(stages: Mapping[str, Mapping[str, Any]], order: Sequence[str], ti
             w = float(stages[s].get(q) or 0.0)
             ax.barh([row], [w], left=left, color=colors[i % len(colors)], label=_label(s) if row == 0 else None)
             left += w
-    if _ok(tick_ms):
+    if finite(tick_ms):
         ax.axvline(float(tick_ms), color="#c0392b", lw=1.5, ls="--")
     ax.set_yticks([0, 1], ["p50", "p95"])
     ax.set_xlabel("ms from the first stage (stacked per stage; dashed: tick)")

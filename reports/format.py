@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from perception_gap.wording import MISSING, sig
+from perception_gap.wording import MISSING, finite, sig
 
 __all__ = ["MISSING", "R2_WORDS", "ci", "compact", "labelled", "num", "num_list", "r2", "signed"]
 
@@ -30,7 +30,7 @@ def ci(low: Any, high: Any, level: Any = None, nd: int = 3) -> str:
     if low is None and high is None:
         return MISSING
     prefix = ""
-    if isinstance(level, (int, float)) and not isinstance(level, bool) and math.isfinite(level):
+    if finite(level):
         prefix = f"{level * 100:g}% " if level <= 1 else f"{level:g}% "
     return f"{prefix}[{num(low, nd)}, {num(high, nd)}]"
 
@@ -39,7 +39,7 @@ def r2(x: Any, floor: Any = None) -> str:
     """A probe R² for a table cell: the number, or `R2_WORDS` below `floor` (default -1), where a
     ridge extrapolating off its training range reads -4,000,000 and the digits mean nothing."""
     f = floor if isinstance(floor, (int, float)) and not isinstance(floor, bool) else R2_FLOOR
-    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x < f:
+    if finite(x) and x < f:
         return R2_WORDS
     return num(x)
 
@@ -47,7 +47,7 @@ def r2(x: Any, floor: Any = None) -> str:
 def signed(x: Any, nd: int = 3) -> str:
     """A difference with its sign (`+0.120`)."""
     t = num(x, nd)
-    return "+" + t if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0 else t
+    return "+" + t if finite(x) and x > 0 else t
 
 
 def _short_floats(v: Any) -> Any:

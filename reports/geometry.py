@@ -17,13 +17,9 @@ from perception_gap.reports import page
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import num
 from perception_gap.reports.plots import PALETTE, REAL_COLOR, SIM_COLOR, _figure, _png, legend_beside
-from perception_gap.wording import sig
+from perception_gap.wording import finite, sig
 
 MAX_LAYERS = 4
-
-
-def _ok(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def policy_plot(per_dim: Sequence[Mapping[str, Any]]) -> Markup | None:
@@ -32,7 +28,7 @@ def policy_plot(per_dim: Sequence[Mapping[str, Any]]) -> Markup | None:
     for i, d in enumerate(per_dim[:24]):
         for dom in ("sim", "real"):
             q = d.get(f"{dom}_quantiles")
-            if isinstance(q, list) and len(q) == 5 and all(_ok(v) for v in q):
+            if isinstance(q, list) and len(q) == 5 and all(finite(v) for v in q):
                 stats.append(({"whislo": q[0], "q1": q[1], "med": q[2], "q3": q[3], "whishi": q[4], "fliers": [],
                                "label": f"{i}{dom[0]}"}, dom))
     if not stats:
@@ -48,7 +44,7 @@ def policy_plot(per_dim: Sequence[Mapping[str, Any]]) -> Markup | None:
 
 
 def _flat_zero(values: Sequence[Any]) -> bool:
-    return all(_ok(v) and v == 0 for v in values)
+    return all(finite(v) and v == 0 for v in values)
 
 
 def replay_plot(episodes: Sequence[Mapping[str, Any]]) -> Markup | None:
@@ -67,10 +63,10 @@ def replay_plot(episodes: Sequence[Mapping[str, Any]]) -> Markup | None:
     for ax, (key, scale, ylabel) in zip(axes, series):
         for i, e in enumerate(eps):
             colour = PALETTE[i % len(PALETTE)]
-            ax.plot(e["steps"], [v * scale if _ok(v) else math.nan for v in e.get(key) or []], color=colour, lw=1.2,
+            ax.plot(e["steps"], [v * scale if finite(v) else math.nan for v in e.get(key) or []], color=colour, lw=1.2,
                     label=f"episode {e.get('episode')}")
             for mark, style in (("divergence_step", "--"), ("first_contact_step", ":")):
-                if _ok(e.get(mark)):
+                if finite(e.get(mark)):
                     ax.axvline(e[mark], color=colour, ls=style, lw=1)
         ax.set_ylabel(ylabel, fontsize=8)
         ax.grid(alpha=0.3)
@@ -110,14 +106,14 @@ def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
     if not pts:
         return []
     zs = _layers(pts, rep)
-    vals = [e for e in err if _ok(e)]
+    vals = [e for e in err if finite(e)]
     vmax = max(vals) if vals else 1.0
     fig = _figure(3.2 * len(zs) + 0.8, 3.0)
     for k, z in enumerate(zs):
         ax = fig.add_subplot(1, len(zs), k + 1)
         layer = [(p, e) for p, e in zip(pts, err) if round(p[2], 6) == z]
-        ok = [(p, e) for p, e in layer if _ok(e)]
-        bad = [p for p, e in layer if not _ok(e)]
+        ok = [(p, e) for p, e in layer if finite(e)]
+        bad = [p for p, e in layer if not finite(e)]
         sc = ax.scatter([p[0] for p, _ in ok], [p[1] for p, _ in ok], c=[e for _, e in ok], marker="s", s=18,
                         cmap="magma", vmin=0, vmax=vmax)
         if bad:
@@ -128,10 +124,10 @@ def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
     fig.colorbar(sc, ax=fig.axes, label="error (px)")
     out = [_png(fig)]
     centre, slope, icpt = rep.get("centre"), rep.get("slope_px_per_m"), rep.get("intercept_px")
-    if isinstance(centre, list) and _ok(slope) and _ok(icpt):
+    if isinstance(centre, list) and finite(slope) and finite(icpt):
         fig2 = _figure(4.8, 3.0)
         ax = fig2.add_subplot()
-        d = [math.dist(p, centre) for p, e in zip(pts, err) if _ok(e)]
+        d = [math.dist(p, centre) for p, e in zip(pts, err) if finite(e)]
         ax.scatter(d, vals, s=6, color="#7f8c8d")
         if d:
             ax.plot([0, max(d)], [icpt, icpt + slope * max(d)], color="#c0392b", label=f"{sig(slope)} px/m")
@@ -232,7 +228,7 @@ def _cells(rows: Sequence[Sequence[Any]]) -> list[list[str]]:
 
 
 def _contrast_rows(group: str, unit: str, c: Any) -> list[list[Any]]:
-    if not isinstance(c, Mapping) or not _ok(c.get("threshold")):
+    if not isinstance(c, Mapping) or not finite(c.get("threshold")):
         return []
     return [[f"failure rate, starts with {group} {num(c['threshold'])} {unit} / the others",
              f"{num(c.get('failure_rate_in'))} / {num(c.get('failure_rate_out'))} (Fisher p {num(c.get('p_value'))}"

@@ -8,7 +8,6 @@ Plots are inline PNG data URIs; there is no JavaScript and no network reference.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import tempfile
 from pathlib import Path
@@ -23,7 +22,7 @@ from perception_gap.reports.format import MISSING, ci, compact, depth_unit, metr
 from perception_gap.reports.maps import maps_section
 from perception_gap.reports.sets import pairs_line, set_rows
 from perception_gap.reports.template import TEMPLATE
-from perception_gap.wording import SEVERITIES, gate_word, skip_groups
+from perception_gap.wording import SEVERITIES, finite, gate_word, skip_groups
 
 logger = logging.getLogger(__name__)
 
@@ -80,23 +79,19 @@ def _headline(findings: list, lim: Mapping[str, Any]) -> dict[str, Any]:
             "see_maps": False}
 
 
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _gap_ci(e: Mapping[str, Any]) -> str:
     """The distance's CI shifted by the noise floor (display arithmetic; the floor's own spread is not in it)."""
     c, floor = _d(e.get("centroid_distance_norm_ci")), e.get("noise_floor")
-    if not (_finite(c.get("low")) and _finite(c.get("high"))):
+    if not (finite(c.get("low")) and finite(c.get("high"))):
         return ""
-    f = floor if _finite(floor) else 0.0
+    f = floor if finite(floor) else 0.0
     return ci(c["low"] - f, c["high"] - f, c.get("level"))
 
 
 def _with_ci(v: Mapping[str, Any], nd: int = 3) -> str:
     """A `{value, ci}` entry (Frechet distance, KID) as `value 95% [low, high]`."""
     c = _d(v.get("ci"))
-    if not _finite(v.get("value")):
+    if not finite(v.get("value")):
         return MISSING
     return num(v["value"], nd) + (" " + ci(c.get("low"), c.get("high"), c.get("level"), nd) if c else "")
 
@@ -114,13 +109,13 @@ def _fid(f: Mapping[str, Any]) -> dict[str, Any] | None:
 def _drop(probe: Mapping[str, Any]) -> tuple[str, str]:
     """(transfer drop, its CI) as text. When sim->real is below the R² display floor the drop's
     digits mean as little as the R²'s: it reads as at least sim->sim minus the floor, no CI."""
-    floor = probe.get("r2_display_floor") if _finite(probe.get("r2_display_floor")) else -1.0
+    floor = probe.get("r2_display_floor") if finite(probe.get("r2_display_floor")) else -1.0
     ss, sr, drop = probe.get("sim_to_sim"), probe.get("sim_to_real"), probe.get("transfer_drop")
-    if not _finite(drop):
+    if not finite(drop):
         return MISSING, ""
-    if _finite(ss) and ss < floor:
+    if finite(ss) and ss < floor:
         return "not meaningful (sim\u2192sim below the floor)", ""
-    if _finite(sr) and sr < floor:
+    if finite(sr) and sr < floor:
         return "more than " + signed(ss - floor), ""
     c = _d(probe.get("transfer_drop_ci"))
     return signed(drop), ci(c.get("low"), c.get("high"), c.get("level")) if c else ""
@@ -139,7 +134,7 @@ def _encoder(e: Mapping[str, Any]) -> dict[str, Any]:
         "cd": num(e.get("centroid_distance_norm")), "cd_ci": ci(c.get("low"), c.get("high"), c.get("level")),
         "floor": num(e.get("noise_floor")), "floor_method": e.get("noise_floor_method"),
         "gap": signed(e.get("gap_above_floor")), "gap_ci": _gap_ci(e), "auc": num(e.get("domain_auc")),
-        "probe_warn": _finite(probe.get("sim_to_real")) and probe["sim_to_real"] <= 0,
+        "probe_warn": finite(probe.get("sim_to_real")) and probe["sim_to_real"] <= 0,
         "mmd": num(mmd.get("value"), 4), "mmd_p": "p=" + num(mmd.get("p_value")),
         "pc": num(pc.get("mean")), "pc_shuffled": num(pc.get("shuffled_mean")), "clip_band": pc.get("clip_band"),
         "p_ss": r2(probe.get("sim_to_sim"), floor_r2), "p_rr": r2(probe.get("real_to_real"), floor_r2),

@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR
 from perception_gap.reports.safe_text import escape, finalize
-from perception_gap.wording import sig
+from perception_gap.wording import finite, sig
 
 CELL = 6  # px per thumbnail pixel: a 32 x 32 map is 192 px square
 BAR_STEPS = 64  # bands in a colour bar
@@ -37,10 +37,6 @@ _ML, _MR, _MT, _MB = 50, 10, 22, 42  # profile plot margins (px): left, right, t
 SIDES = ("real", "sim")  # reference first, as the report's set colours
 
 
-def _ok(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _grid(v: Any, size: int) -> list[list[Any]] | None:
     """`v` when it is a `size` x `size` list of rows, else None."""
     if isinstance(v, list) and len(v) == size and all(isinstance(r, list) and len(r) == size for r in v):
@@ -49,11 +45,11 @@ def _grid(v: Any, size: int) -> list[list[Any]] | None:
 
 
 def _values(v: Any) -> list[Any] | None:
-    return v if isinstance(v, list) and v and any(_ok(x) for x in v) else None
+    return v if isinstance(v, list) and v and any(finite(x) for x in v) else None
 
 
 def _finite(*grids: list[list[Any]] | None) -> list[float]:
-    return [float(x) for g in grids if g for row in g for x in row if _ok(x)]
+    return [float(x) for g in grids if g for row in g for x in row if finite(x)]
 
 
 @lru_cache(maxsize=None)
@@ -88,7 +84,7 @@ def heatmap(grid: list[list[Any]], lo: float, hi: float, cmap: str, *, ident: st
            f'aria-label="{_t(label, 200)}"><title>{_t(label, 200)}</title><g class="cells">']
     for r, row in enumerate(grid):
         for c, v in enumerate(row):
-            if _ok(v):
+            if finite(v):
                 out.append(f'<rect x="{c * CELL}" y="{r * CELL}" width="{CELL}" height="{CELL}" '
                            f'fill="{colour(cmap, float(v), lo, hi)}"/>')
     out.append(f'</g><rect class="frame" x="-0.5" y="-0.5" width="{side + 1}" height="{side + 1}" fill="none" '
@@ -142,7 +138,7 @@ def profile_plot(series: Mapping[str, tuple[list[float], list[Any]]], colours: M
     """A small line plot: one line per side (`real` solid with dots, `sim` dashed with squares) of
     (x, y) points, y limits from the data (nice steps), x limits as given; `xgrid` draws faint
     vertical lines (ring edges). Series go in `<g class="series" data-side=...>` groups."""
-    ys_all = [float(y) for xs, ys in series.values() for y in ys if _ok(y)]
+    ys_all = [float(y) for xs, ys in series.values() for y in ys if finite(y)]
     if not ys_all:
         return None
     y0, y1, yticks, ydec = nice_ticks(min(ys_all), max(ys_all))
@@ -174,7 +170,7 @@ def profile_plot(series: Mapping[str, tuple[list[float], list[Any]]], colours: M
         if side not in series:
             continue
         xs, ys = series[side]
-        pts = [(px(float(x)), py(float(y))) for x, y in zip(xs, ys) if _ok(x) and _ok(y)]
+        pts = [(px(float(x)), py(float(y))) for x, y in zip(xs, ys) if finite(x) and finite(y)]
         col = colours.get(side, SIM_COLOR if side == "sim" else REAL_COLOR)
         dash = ' stroke-dasharray="5 3"' if side == "sim" else ""
         out.append(f'<g class="series" data-side="{side}"><polyline points="'
@@ -207,7 +203,7 @@ def _profiles(maps: Mapping[str, Any], size: int, colours: Mapping[str, str]) ->
     if radial:
         k = max(len(v) for v in radial.values())
         edges = maps.get("ring_edges")
-        if isinstance(edges, list) and len(edges) == k + 1 and all(_ok(e) for e in edges):
+        if isinstance(edges, list) and len(edges) == k + 1 and all(finite(e) for e in edges):
             xs = [(edges[i] + edges[i + 1]) / 2 for i in range(k)]
             xlim, xticks, xgrid = (0.0, float(edges[-1])), [0, 0.5, 1], edges[1:-1]
             xlabel = "radius (0 = centre, 1 = corner)"

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from markupsafe import Markup
 
 from perception_gap.reports.safe_text import neutralize
+from perception_gap.wording import finite
 
 DPI = 80
 MAX_BARS = 40
@@ -31,10 +32,6 @@ def set_colours(names: Sequence[Any]) -> dict[str, str]:
 
 def _colour(colours: dict[str, str] | None, name: str, j: int) -> str:
     return (colours or {}).get(name) or PALETTE[j % len(PALETTE)]
-
-
-def _ok(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _label(s: Any, limit: int = 24) -> str:
@@ -77,7 +74,7 @@ def _png(fig) -> Markup:
 
 def gap_bars(encoders: Sequence[dict[str, Any]]) -> Markup | None:
     """Bars of the normalized centroid distance with CI whiskers and each noise floor as a tick."""
-    rows = [e for e in encoders[:MAX_BARS] if _ok(e.get("centroid_distance_norm"))]
+    rows = [e for e in encoders[:MAX_BARS] if finite(e.get("centroid_distance_norm"))]
     if not rows:
         return None
     fig = _figure(max(4.0, 0.6 * len(rows) + 2), 3.6)
@@ -87,10 +84,10 @@ def gap_bars(encoders: Sequence[dict[str, Any]]) -> Markup | None:
     lo, hi = [], []
     for e, v in zip(rows, vals):
         c = e.get("centroid_distance_norm_ci") or {}
-        lo.append(max(0.0, v - c["low"]) if _ok(c.get("low")) else 0.0)
-        hi.append(max(0.0, c["high"] - v) if _ok(c.get("high")) else 0.0)
+        lo.append(max(0.0, v - c["low"]) if finite(c.get("low")) else 0.0)
+        hi.append(max(0.0, c["high"] - v) if finite(c.get("high")) else 0.0)
     ax.bar(xs, vals, color="#5b8def", yerr=[lo, hi], capsize=4, label="centroid distance (norm.)")
-    floors = [(i, float(e["noise_floor"])) for i, e in enumerate(rows) if _ok(e.get("noise_floor"))]
+    floors = [(i, float(e["noise_floor"])) for i, e in enumerate(rows) if finite(e.get("noise_floor"))]
     if floors:
         ax.scatter([i for i, _ in floors], [f for _, f in floors], marker="_", s=500, color="#c0392b",
                    zorder=3, label="noise floor (real vs real)")
@@ -106,7 +103,7 @@ def gap_bars(encoders: Sequence[dict[str, Any]]) -> Markup | None:
 def grouped_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[Any]], ylabel: str,
                  domains: dict[str, str] | None = None, colours: dict[str, str] | None = None) -> Markup | None:
     """Grouped bars: one group per label in `groups`, one bar per series (set) in each group."""
-    series = {k: v for k, v in list(series.items())[:6] if isinstance(v, (list, tuple)) and any(_ok(x) for x in v)}
+    series = {k: v for k, v in list(series.items())[:6] if isinstance(v, (list, tuple)) and any(finite(x) for x in v)}
     if not series or not groups:
         return None
     groups = list(groups)[:MAX_BARS]
@@ -116,7 +113,7 @@ def grouped_bars(title: str, groups: Sequence[str], series: dict[str, Sequence[A
     for j, (name, vals) in enumerate(series.items()):
         dom = (domains or {}).get(name)
         color = _colour(colours, name, j)
-        ys = [float(v) if _ok(v) else 0.0 for v in list(vals)[: len(groups)]]
+        ys = [float(v) if finite(v) else 0.0 for v in list(vals)[: len(groups)]]
         xs = [i + (j - (len(series) - 1) / 2) * width for i in range(len(ys))]
         ax.bar(xs, ys, width=width * 0.95, color=color, alpha=0.85 if dom else 0.7,
                label=_label(f"{name} ({dom})" if dom else name, 40))
@@ -214,7 +211,7 @@ def pca_scatter(encoders: Sequence[dict[str, Any]], names: tuple[str, str],
                     ax.scatter(xs, ys, s=6, alpha=0.6, c=_colour(colours, label, 1 - j), label=_label(label, 20))
             ev = e["pca_2d"].get("explained_variance") or []
             for axis, i in ((ax.set_xlabel, 0), (ax.set_ylabel, 1)):
-                share = f" ({100 * ev[i]:.0f}% of variance)" if len(ev) > i and _ok(ev[i]) else ""
+                share = f" ({100 * ev[i]:.0f}% of variance)" if len(ev) > i and finite(ev[i]) else ""
                 axis(f"PC{i + 1}{share}", fontsize=8)
             ax.set_title(_label(e.get("name"), 28), fontsize=9)
             ax.set_xticks([])
@@ -231,8 +228,8 @@ def cosine_histograms(encoders: Sequence[dict[str, Any]]) -> Markup | None:
             and len(e["paired_cosine"]["histogram"].get("edges") or []) == len(e["paired_cosine"]["histogram"].get("counts") or []) + 1][:6]
     if not encs:
         return None
-    right = max([float(x) for e in encs for x in e["paired_cosine"]["histogram"]["edges"] if _ok(x)]
-                + [float(e["paired_cosine"]["shuffled_mean"]) for e in encs if _ok(e["paired_cosine"].get("shuffled_mean"))]
+    right = max([float(x) for e in encs for x in e["paired_cosine"]["histogram"]["edges"] if finite(x)]
+                + [float(e["paired_cosine"]["shuffled_mean"]) for e in encs if finite(e["paired_cosine"].get("shuffled_mean"))]
                 + [0.0])
     any_clip = any(e.get("family") == "clip" for e in encs)
     from matplotlib.ticker import MaxNLocator
@@ -246,7 +243,7 @@ def cosine_histograms(encoders: Sequence[dict[str, Any]]) -> Markup | None:
         first = first or ax
         ax.bar(edges[:-1], counts, width=[b - a for a, b in zip(edges[:-1], edges[1:])], align="edge",
                color=PALETTE[0], label="matched pairs")
-        if _ok(pc.get("shuffled_mean")):
+        if finite(pc.get("shuffled_mean")):
             ax.axvline(pc["shuffled_mean"], color="#000000", lw=1.2, ls="-.", label="shuffled pairs (mean)")
         if e.get("family") == "clip":
             for t, c in ((0.20, "#009E73"), (0.25, "#E69F00"), (0.30, "#D55E00")):
@@ -267,7 +264,7 @@ def cosine_histograms(encoders: Sequence[dict[str, Any]]) -> Markup | None:
 
 
 def _step(ax, edges: Sequence[float], values: Sequence[Any], **kw) -> None:
-    ys = [float(v) if _ok(v) else 0.0 for v in values]
+    ys = [float(v) if finite(v) else 0.0 for v in values]
     ax.stairs(ys, list(edges), **kw)
 
 
@@ -330,7 +327,7 @@ def depth_histograms(depths: dict[str, dict[str, Any]], domains: dict[str, str],
         lo, hi = d["log_hist_range"]
         vals = d["log_hist"]
         edges = [10 ** (lo + (hi - lo) * i / len(vals)) / per_m for i in range(len(vals) + 1)]
-        nz = [i for i, v in enumerate(vals) if _ok(v) and v > 0]
+        nz = [i for i, v in enumerate(vals) if finite(v) and v > 0]
         if nz:
             used += [edges[nz[0]], edges[nz[-1] + 1]]
         dom = domains.get(name)
@@ -366,12 +363,12 @@ def screen_distances(ranking: Sequence[Any], views: Sequence[str],
         for i, r in enumerate(rows):
             cell = r["per_view"].get(v) or {}
             x, c = cell.get("distance"), cell.get("ci") or {}
-            if not _ok(x):
+            if not finite(x):
                 continue
             colour = _colour(colours, str(r.get("set")), i + 1)
             y = len(rows) - 1 - i + (j - (len(views) - 1) / 2) * 0.12
             lo, hi = c.get("low"), c.get("high")
-            if _ok(lo) and _ok(hi):
+            if finite(lo) and finite(hi):
                 ax.plot([lo, hi], [y, y], color=colour, lw=1.2)
             ax.plot([x], [y], markers[j % len(markers)], ms=4, color=colour, mfc="white" if j else colour,
                     label=_label(f"view {v}", 28) if i == 0 else None)
@@ -397,7 +394,7 @@ def drift_trend(history: Sequence[Any]) -> Markup | None:
     fig = _figure(6.5, 2.8)
     ax = fig.add_subplot()
     for j, name in enumerate(names):
-        pts = [(i, h["ratios"][name]) for i, h in enumerate(runs) if _ok(h["ratios"].get(name))]
+        pts = [(i, h["ratios"][name]) for i, h in enumerate(runs) if finite(h["ratios"].get(name))]
         if not pts:
             continue
         colour = PALETTE[j % len(PALETTE)]

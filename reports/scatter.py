@@ -23,7 +23,8 @@ from typing import Any
 from markupsafe import Markup
 
 from perception_gap.reports.format import R2_WORDS
-from perception_gap.reports.plots import MAX_BARS, _figure, _label, _ok
+from perception_gap.reports.plots import MAX_BARS, _figure, _label
+from perception_gap.wording import finite
 
 R2_FLOOR = -1.0
 FONT = 8.0  # points
@@ -128,10 +129,10 @@ def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
     pts = []
     for n, e in enumerate(encoders[:MAX_BARS], 1):
         x = e.get("gap_above_floor")
-        if not _ok(x):
+        if not finite(x):
             x = e.get("centroid_distance_norm")
         y = (e.get("probe") or {}).get("sim_to_real")
-        if _ok(x) and _ok(y):
+        if finite(x) and finite(y):
             pts.append((float(x), float(y), bool(e.get("pareto_front")), str(e.get("name", "?")),
                         str(e.get("family") or "other"), n))
     if not pts:

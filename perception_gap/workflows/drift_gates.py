@@ -43,6 +43,7 @@ from perception_gap.metrics.bootstrap import centred_ci, cluster_replicates, on_
 from perception_gap.metrics.resampling import WeightedMedian, check_pairs, cluster_counts, resampling_labels
 from perception_gap.metrics.settings import REPLICATES
 from perception_gap.statistics.image import ImageStats
+from perception_gap.wording import finite
 
 N_BOOT = REPLICATES["drift"]
 
@@ -124,8 +125,7 @@ def load_config(path: str | Path | None) -> dict[str, dict[str, Any]]:
                 raise InputError(f"Drift config {str(p)!r}: unknown key {key!r} in [{table}] "
                                  f"(known: {', '.join(cfg[table])}).")
             want = type(cfg[table][key])
-            ok = isinstance(value, bool) if want is bool else (
-                isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
+            ok = isinstance(value, bool) if want is bool else finite(value)
             if not ok:
                 raise InputError(f"Drift config {str(p)!r}: [{table}] {key} must be a "
                                  f"{'boolean' if want is bool else 'finite number'}, got {value!r}.")
@@ -141,7 +141,7 @@ def validate_config(cfg: dict[str, dict[str, Any]], where: str = "Drift config: 
     """
     for (table, key), (lo, hi, lo_in, hi_in, integer) in THRESHOLD_RANGES.items():
         v = cfg.get(table, {}).get(key)
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        ok = finite(v)
         ok = ok and (lo <= v if lo_in else lo < v) and (v <= hi if hi_in else v < hi)
         if ok and integer and v != int(v):
             ok = False
