@@ -114,7 +114,7 @@ def _finite(o: Any, path: str, bad: list[dict[str, str]]) -> Any:
     if o is None or isinstance(o, (str, int, bool)):
         return o
     if isinstance(o, dict):
-        return {k: _finite(v, f"{path}.{k}" if path else str(k), bad) for k, v in o.items()}
+        return {str(k): _finite(v, f"{path}.{k}" if path else str(k), bad) for k, v in o.items()}
     if isinstance(o, (list, tuple)):
         return [_finite(v, f"{path}[{i}]", bad) for i, v in enumerate(o)]
     if hasattr(o, "tolist"):  # numpy arrays and scalars

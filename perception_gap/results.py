@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import fields, is_dataclass
+from dataclasses import fields
 from typing import Any
 
-import numpy as np
+from perception_gap.outputs import finite_json
 
 
 def json_safe(v: Any) -> Any:
-    """Plain Python values for JSON: numpy scalars unwrapped, non-finite floats as None."""
-    if is_dataclass(v) and not isinstance(v, type):
-        return v.to_dict()  # type: ignore[attr-defined]
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        return f if math.isfinite(f) else None
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return [json_safe(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): json_safe(x) for k, x in v.items()}
-    return v
+    """Plain Python values for JSON: numpy values unwrapped, results as their `to_dict`, non-finite
+    floats as None (`perception_gap.outputs.finite_json`, without the list of where they were)."""
+    return finite_json(v)[0]
 
 
 class Result:
