@@ -368,3 +368,22 @@ class Encoder(ABC):
     def embed(self, images: Sequence[Any]) -> np.ndarray:
         """`encode(preprocess(images))`: N images -> float32 (N, dim)."""
         return self.encode(self.preprocess(images))
+
+
+class LocalWeightsMixin:
+    """`preprocessing`, `weights_available` and `weights_source` of an encoder whose weights are
+    one local file: `__init__` sets `self.weights` (the path) and `self._preprocessing`. Listed
+    before `Encoder` among the bases, so these fill its abstract methods."""
+
+    weights: str
+    _preprocessing: Preprocessing
+
+    @property
+    def preprocessing(self) -> Preprocessing:
+        return self._preprocessing
+
+    def weights_available(self) -> bool:
+        return os.path.isfile(self.weights)
+
+    def weights_source(self) -> str:
+        return self.weights

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from perception_gap.encoders.base import Encoder, file_sha256, not_a_file
+from perception_gap.encoders.base import Encoder, LocalWeightsMixin, file_sha256, not_a_file
 from perception_gap.encoders.checkpoints import CHECKPOINT_SUFFIXES, check_weights_only, load_weights_only
 from perception_gap.encoders.errors import EncoderError
 from perception_gap.encoders.preprocessing import Preprocessing, _to_hwc_uint8
@@ -264,7 +264,7 @@ def check_state_dict(state: dict[str, Any], model: Any, path: str) -> dict[str, 
     return state
 
 
-class FIDInceptionEncoder(Encoder):
+class FIDInceptionEncoder(LocalWeightsMixin, Encoder):
     """pytorch-fid's FID Inception v3 pool features (2048-d) from a local weights file.
 
     Constructing it checks the file (exists, weights-only, the FID Inception key layout), so a
@@ -310,16 +310,6 @@ class FIDInceptionEncoder(Encoder):
     @property
     def dim(self) -> int:
         return FID_DIM
-
-    @property
-    def preprocessing(self) -> Preprocessing:
-        return self._preprocessing
-
-    def weights_available(self) -> bool:
-        return os.path.isfile(self.weights)
-
-    def weights_source(self) -> str:
-        return self.weights
 
     def _fingerprint_parts(self) -> dict[str, Any]:
         return {"arch": "pytorch-fid InceptionV3 (FID blocks)", "weights_sha256": self.weights_sha256,

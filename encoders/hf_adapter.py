@@ -52,7 +52,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any, Iterator
 
-from perception_gap.encoders.base import Encoder, file_sha256, not_a_file
+from perception_gap.encoders.base import Encoder, LocalWeightsMixin, file_sha256, not_a_file
 from perception_gap.encoders.checkpoints import check_weights_only
 from perception_gap.encoders.errors import EncoderError, WeightsUnavailableError
 from perception_gap.encoders.local_weights import crop_pct_for, hub_snapshot, looks_like_repo_id
@@ -120,7 +120,7 @@ def _quiet_transformers() -> Iterator[None]:
             tf_logging.enable_progress_bar()
 
 
-class HFEncoder(Encoder):
+class HFEncoder(LocalWeightsMixin, Encoder):
     """A transformers vision model's pooled features, from a local folder or the hub cache.
 
     Args:
@@ -262,10 +262,6 @@ class HFEncoder(Encoder):
     @property
     def dim(self) -> int:
         return self._dim
-
-    @property
-    def preprocessing(self) -> Preprocessing:
-        return self._preprocessing
 
     def weights_available(self) -> bool:
         return all(os.path.isfile(p) for p in self.weights)

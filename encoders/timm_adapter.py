@@ -36,7 +36,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from perception_gap.encoders.base import Encoder, file_sha256
+from perception_gap.encoders.base import Encoder, LocalWeightsMixin, file_sha256
 from perception_gap.encoders.checkpoints import check_weights_only
 from perception_gap.encoders.errors import EncoderError, WeightsUnavailableError
 from perception_gap.encoders.local_weights import (
@@ -60,7 +60,7 @@ TIMM_FORM = "timm:NAME or timm:NAME@PATH"
 _HUB_FILES = ("model.safetensors", "pytorch_model.bin")
 
 
-class TimmEncoder(Encoder):
+class TimmEncoder(LocalWeightsMixin, Encoder):
     """A timm model's pooled pre-logits features, from cached or local weights.
 
     Args:
@@ -186,16 +186,6 @@ class TimmEncoder(Encoder):
     @property
     def dim(self) -> int:
         return self._dim
-
-    @property
-    def preprocessing(self) -> Preprocessing:
-        return self._preprocessing
-
-    def weights_available(self) -> bool:
-        return os.path.isfile(self.weights)
-
-    def weights_source(self) -> str:
-        return self.weights
 
     def _fingerprint_parts(self) -> dict[str, Any]:
         return {"arch": self.arch, "tag": self.tag, "weights_sha256": self.weights_sha256,

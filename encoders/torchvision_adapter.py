@@ -34,7 +34,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from perception_gap.encoders.base import Encoder, file_sha256
+from perception_gap.encoders.base import Encoder, LocalWeightsMixin, file_sha256
 from perception_gap.encoders.checkpoints import check_weights_only
 from perception_gap.encoders.errors import EncoderError
 from perception_gap.encoders.local_weights import (
@@ -94,7 +94,7 @@ def strip_head(model: Any) -> str:
                        f"{type(model).__name__}.")
 
 
-class TorchvisionEncoder(Encoder):
+class TorchvisionEncoder(LocalWeightsMixin, Encoder):
     """A torchvision classification model's penultimate features, from a local weights file.
 
     Args:
@@ -181,16 +181,6 @@ class TorchvisionEncoder(Encoder):
     @property
     def dim(self) -> int:
         return self._dim
-
-    @property
-    def preprocessing(self) -> Preprocessing:
-        return self._preprocessing
-
-    def weights_available(self) -> bool:
-        return os.path.isfile(self.weights)
-
-    def weights_source(self) -> str:
-        return self.weights
 
     def _fingerprint_parts(self) -> dict[str, Any]:
         return {"arch": self.arch, "weights_sha256": self.weights_sha256, "transforms": self.transforms_entry,

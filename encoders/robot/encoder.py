@@ -12,9 +12,8 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from perception_gap.encoders.base import Encoder, file_sha256, not_a_file
+from perception_gap.encoders.base import Encoder, LocalWeightsMixin, file_sha256, not_a_file
 from perception_gap.encoders.errors import EncoderError, WeightsUnavailableError
-from perception_gap.encoders.preprocessing import Preprocessing
 from perception_gap.encoders.registry import register_prefix
 from perception_gap.encoders.robot import networks
 from perception_gap.encoders.robot.checkpoint import check_against, read_release
@@ -29,7 +28,7 @@ SUFFIXES = (".pt", ".pth", ".bin")
 LAYOUT_VERSION = "1"
 
 
-class RobotEncoder(Encoder):
+class RobotEncoder(LocalWeightsMixin, Encoder):
     """A robot-pretrained image encoder (R3M, VIP, MVP, VC-1, MCR, HRP) from its released file.
 
     Args:
@@ -99,16 +98,6 @@ class RobotEncoder(Encoder):
     @property
     def dim(self) -> int:
         return self.head_out or networks.pooled_width(self.architecture)
-
-    @property
-    def preprocessing(self) -> Preprocessing:
-        return self._preprocessing
-
-    def weights_available(self) -> bool:
-        return os.path.isfile(self.weights)
-
-    def weights_source(self) -> str:
-        return self.weights
 
     def _fingerprint_parts(self) -> dict[str, Any]:
         rel, arch = self.release, self.architecture
