@@ -340,10 +340,9 @@ def _one(enc: Any, model: CameraModel, vs: list[Variant], keys: list[str], sampl
     m = len(cf)
     z_vars = [r.z(np.array([have[derived_hash(h, k)] for h in cf])) for k in keys]
     rng = np.random.default_rng(random_state)
-    if m == 0:
-        zero = np.zeros(N_BOOT + 1)
-        res = {"d0": zero, "floor": zero, "gap": zero, "dv": [], "shares": []}
-    elif sample.paired:  # each counterfactual frame against its own real partner, same draws
+    if m == 0:  # an empty model: the gap is still read (on the frames a variant would have used)
+        m = min(len(zs), len(zr) if sample.paired else len(zs), MIN_COUNTERFACTUAL)
+    if sample.paired:  # each counterfactual frame against its own real partner, same draws
         ws = draws(resampling_units(sample.episodes_sim[:m], m), rng)
         res = shares(r, zs[:m], zr[:m], z_vars, ws, ws, None)
     else:
