@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from perception_gap.outputs import finite_json
+from perception_gap.jsonsafe import finite_json
 
 
 def json_safe(v: Any) -> Any:
     """Plain Python values for JSON: numpy values unwrapped, results as their `to_dict`, non-finite
-    floats as None (`perception_gap.outputs.finite_json`, without the list of where they were)."""
+    floats as None (`perception_gap.jsonsafe.finite_json`, without the list of where they were)."""
     return finite_json(v)[0]
 
 

@@ -47,7 +47,7 @@ from perception_gap.metrics.settings import LEVEL, REPLICATES
 
 MAX_PAIRS = 256
 BUDGET = 0.8  # variants' embeddings against the sample's own; decoding, fitting and transforming take the rest of 1.5x
-MIN_COUNTERFACTUAL = 24
+MIN_COUNTERFACTUAL = 16
 N_BOOT = REPLICATES["camera"]
 CI_LEVEL = LEVEL
 CLEAR_GAP = 0.5
