@@ -21,8 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.check:
         path = Path(args.check)
         if not path.exists() or path.read_text(encoding="utf-8") != text:
-            print(f"{path} is not the current schema: run python -m perception_gap.schema --write {path}",
-                  file=sys.stderr)
+            sys.stderr.write(f"{path} is not the current schema: run python -m perception_gap.schema --write {path}\n")
             return 1
     else:
         sys.stdout.write(text)
