@@ -27,7 +27,7 @@ import numpy as np
 
 from perception_gap.camera import ops
 from perception_gap.camera.model import BUGS, CameraModel, Factor, apply_factors, light_linear
-from perception_gap.camera.texture import MAX_FRAMES, JpegInfo, texture_fit
+from perception_gap.camera.texture import MAX_FRAMES, JpegInfo, boot_weights, texture_fit
 from perception_gap.metrics.settings import LEVEL, REPLICATES
 
 N_BOOT = REPLICATES["camera"]
@@ -48,12 +48,6 @@ def resampling_units(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
         if len(labels) >= MIN_EPISODES:
             return np.array([labels[e] for e in episodes], np.int64)
     return np.arange(n, dtype=np.int64)
-
-
-def _boot_weights(units: np.ndarray, rng: np.random.Generator, n_boot: int = N_BOOT) -> np.ndarray:
-    """(n_boot, n_units) draw counts of a cluster bootstrap."""
-    g = int(units.max()) + 1 if len(units) else 0
-    return rng.multinomial(g, np.full(g, 1.0 / g), size=n_boot).astype(np.float64) if g else np.zeros((n_boot, 0))
 
 
 def _ci(samples: np.ndarray, estimate: float) -> list[float]:
@@ -194,7 +188,7 @@ def light_paired(pairs: Iterable[tuple[np.ndarray, np.ndarray]], units: np.ndarr
     np.add.at(ua, units, pa)
     np.add.at(ub, units, pb)
     boots = []
-    for cw in _boot_weights(units, rng):
+    for cw in boot_weights(units, rng, N_BOOT):
         try:
             boots.append(_solve(np.tensordot(cw, ua, 1), cw @ ub, fixed))
         except np.linalg.LinAlgError:
@@ -242,7 +236,7 @@ def light_sets(sim: Iterable[np.ndarray], real: Iterable[np.ndarray], units_s: n
     theta[:3] = np.log(np.maximum(mr.mean(0), 1e-6)) - np.log(np.maximum(ms.mean(0), 1e-6))
     theta[3], theta[4] = 1.0, 0.0
     bt = []
-    for ws, wr in zip(_boot_weights(units_s, rng), _boot_weights(units_r, rng)):
+    for ws, wr in zip(boot_weights(units_s, rng, N_BOOT), boot_weights(units_r, rng, N_BOOT)):
         fs = ws[units_s]
         fr = wr[units_r]
         gs = (ms * fs[:, None]).sum(0) / max(fs.sum(), 1e-9)

@@ -46,7 +46,8 @@ class JpegInfo:
     subsampling: str = "4:4:4"
 
 
-def _boot_weights(units: np.ndarray, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+def boot_weights(units: np.ndarray, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+    """(n_boot, n_units) draw counts of a cluster bootstrap of the units."""
     g = int(units.max()) + 1 if len(units) else 0
     return rng.multinomial(g, np.full(g, 1.0 / g), size=n_boot).astype(np.float64) if g else np.zeros((n_boot, 0))
 
@@ -378,8 +379,8 @@ def texture_fit(sim: list[np.ndarray], real: list[np.ndarray], units_s: np.ndarr
         nc = search.noise_curve(sigma, shot)
         noise = search.pick(nc, "noise")
     # intervals: the tiles resampled (by the unit of their frame), the last curves re-read
-    ws = _boot_weights(t.units, rng, N_BOOT)
-    wr = _boot_weights(rt_units, rng, N_BOOT)
+    ws = boot_weights(t.units, rng, N_BOOT)
+    wr = boot_weights(rt_units, rng, N_BOOT)
     s_b, n_b, l_b = [], [], []
     for a, b in zip(ws, wr):
         w_sim = a[t.units]

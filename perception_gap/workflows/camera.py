@@ -34,12 +34,12 @@ def _item(r: dict[str, Any]) -> tuple:
 
 
 def sample(catalog: Catalog, sim: str, real: str, fingerprints: list[str], *, max_pairs: int = MAX_PAIRS,
-           random_state: int = 0) -> tuple[Sample, dict[str, tuple], dict[str, str]]:
+           random_state: int = 0) -> tuple[Sample, dict[str, tuple]]:
     """At most `max_pairs` pairs (by pair key; else frames per side) among frames embedded by every
     encoder, in a seeded random order (the counterfactual frames are the first ones).
 
     Returns:
-        (Sample, {content hash: decode item}, {content hash: rgb_path}).
+        (Sample, {content hash: decode item}).
     """
     rs, rr = catalog.embedded_frames(sim, fingerprints), catalog.embedded_frames(real, fingerprints)
     rng = np.random.default_rng(random_state)
@@ -47,7 +47,6 @@ def sample(catalog: Catalog, sim: str, real: str, fingerprints: list[str], *, ma
     pairing.log_duplicates(f"camera sample {sim!r} vs {real!r}")
     pairs = [(rs[i], rr[j]) for i, j in pairing.pairs]
     items = {r["content_hash"]: _item(r) for r in rs + rr}
-    paths = {r["content_hash"]: r["rgb_path"] for r in rs + rr}
     # decoded frames are held once for the fit: the sample shrinks to stay within MAX_DECODED_BYTES
     per = [3 * (r["width"] or 0) * (r["height"] or 0) for r in rs + rr]
     mean_frame = max(float(np.mean(per)) if per else 1.0, 1.0)
@@ -55,11 +54,11 @@ def sample(catalog: Catalog, sim: str, real: str, fingerprints: list[str], *, ma
     if len(pairs) >= 8:
         pick = [pairs[i] for i in rng.permutation(len(pairs))[:max_pairs]]
         return Sample([s["content_hash"] for s, _ in pick], [r["content_hash"] for _, r in pick],
-                      [s["episode"] for s, _ in pick], [r["episode"] for _, r in pick], True, max_pairs), items, paths
+                      [s["episode"] for s, _ in pick], [r["episode"] for _, r in pick], True, max_pairs), items
     ps = [rs[i] for i in rng.permutation(len(rs))[:max_pairs]]
     pr = [rr[i] for i in rng.permutation(len(rr))[:max_pairs]]
     return Sample([s["content_hash"] for s in ps], [r["content_hash"] for r in pr], [s["episode"] for s in ps],
-                  [r["episode"] for r in pr], False, max_pairs), items, paths
+                  [r["episode"] for r in pr], False, max_pairs), items
 
 
 def _quality(path: str) -> tuple[float | None, str]:
@@ -132,7 +131,7 @@ def camera_stage(catalog: Catalog, sim: str, real: str, findings: list[dict[str,
     if not encoders:
         return None, {}
     t0 = time.perf_counter()
-    smp, items, _ = sample(catalog, sim, real, [e.fingerprint for e in encoders], random_state=random_state)
+    smp, items = sample(catalog, sim, real, [e.fingerprint for e in encoders], random_state=random_state)
     if min(len(smp.sim_hashes), len(smp.real_hashes)) < MIN_FRAMES:
         return None, {}
     model, frames, skips = fit_from_sample(catalog, sim, real, smp, items, findings, random_state)
@@ -163,6 +162,6 @@ def camera_model_job(catalog: Catalog, sim: str, real: str, *, workers: int | No
     from perception_gap.workflows.stats import stats_job
 
     res = stats_job(catalog, sim, real, workers=workers, progress=progress)
-    smp, items, _ = sample(catalog, sim, real, [], random_state=random_state)
+    smp, items = sample(catalog, sim, real, [], random_state=random_state)
     model, _, _ = fit_from_sample(catalog, sim, real, smp, items, res["findings"], random_state)
     return model, res
