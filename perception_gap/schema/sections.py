@@ -96,6 +96,7 @@ class SetInfo(Section):
     skipped: list[dict[str, Any]]
     tags: Any = optional()
     role: str | None = optional()
+    reindexed: list[Any] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -124,6 +125,13 @@ class SetStats(Section):
     lum_mean: float | None = optional()
     sharpness: float | None = optional()
     jpeg_fraction: float | None = optional()
+    channel_min: list[float | None] | None = optional()
+    channel_max: list[float | None] | None = optional()
+    lum_percentiles: dict[str, float | None] | None = optional()
+    hf_ratio: float | None = optional()
+    depth: dict[str, Any] | None = optional()
+    action: dict[str, Any] | None = optional()
+    proprio: dict[str, Any] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -362,6 +370,11 @@ class Screen(Section):
     pairwise: list[dict[str, Any]] | None = optional()
     views: list[Any] | None = optional()
     gate: GateEntry | None = optional()
+    n_pairs: int | None = optional()
+    resampling_units: dict[str, int] | None = optional()
+    baseline: str | None = optional()
+    worse_than_baseline: list[str] | None = optional()
+    passed: bool | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -398,6 +411,9 @@ class Rollouts(Section):
     comparisons: list[dict[str, Any]]
     gates: list[GateEntry]
     passed: bool
+    confidence: float | None = optional()
+    ci_method: str | None = optional()
+    skipped: list[dict[str, Any]] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -408,6 +424,8 @@ class RankFidelity(Section):
     mean: dict[str, float | None]
     gates: list[GateEntry]
     passed: bool
+    pearson_undefined: list[Any] | None = optional()
+    skipped: list[dict[str, Any]] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -420,6 +438,12 @@ class Latency(Section):
     overrun_fraction: float | None
     gates: list[GateEntry]
     passed: bool
+    n_ticks: int | None = optional()
+    stage_order: list[str] | None = optional()
+    staleness_ticks: dict[str, Any] | None = optional()
+    jitter_ms: float | None = optional()
+    e2e_jitter_ms: float | None = optional()
+    skipped: list[dict[str, Any]] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -429,6 +453,7 @@ class PolicyCheck(Section):
     per_dim: list[dict[str, Any]]
     n_pairs: int
     gate: GateEntry | None = optional()
+    skipped: list[Any] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -439,6 +464,9 @@ class Replay(Section):
     rotation_error_deg: dict[str, Any]
     divergence_step: int | None
     gate: GateEntry | None = optional()
+    steps: list[Any] | None = optional()
+    n_unmatched: int | None = optional()
+    episodes: list[dict[str, Any]] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -453,3 +481,9 @@ class Reprojection(Section):
     coverage: dict[str, Any] | None = optional()
     points: dict[str, Any] | None = optional()
     gate: GateEntry | None = optional()
+    median: float | None = optional()
+    structured: bool | None = optional()
+    n_points: int | None = optional()
+    n_valid: int | None = optional()
+    n_behind: int | None = optional()
+    n_outside: int | None = optional()
