@@ -1,10 +1,12 @@
 """The Python API: every command of the command line as a typed function, in the order of the pipeline.
 
 Each function is a thin front on the same jobs the command line runs (`COMMANDS` names the
-function of each command) and returns a typed report or the results.json structure as a dict
-(see docs/contract.md). Nothing here prints; errors are `perception_gap.errors.PerceptionGapError`
-subclasses with a one-line message. A gate asked for (`max_drop=`, `baseline=`, ...) is in the
-results (`passed`); the command line turns a failed one into exit code 1.
+function of each command) and returns a typed report, or its results.json as `perception_gap.schema.Results`
+(docs/contract.md): typed sections (`res.encoders[0].rank`), `res.to_dict()` the JSON form, a read-only
+mapping of it (`res["findings"]`), exactly what `load_results` reads back from the file. Nothing here
+prints; errors are `perception_gap.errors.PerceptionGapError` subclasses with a one-line message. A gate
+asked for (`max_drop=`, `baseline=`, ...) is in the results (`passed`); the command line turns a failed
+one into exit code 1.
 
 The container sources, boxes and set housekeeping live in `perception_gap.api_sources`, the checks before and
 after the gap hunt in `perception_gap.api_checks`; both are exported here and from
@@ -15,7 +17,7 @@ Examples:
     >>> pg.COMMANDS["rank-fidelity"]
     'rank_fidelity'
     >>> from perception_gap.examples import write_examples
-    >>> pg.rank_fidelity(write_examples().rates)["rank_fidelity"]["passed"]
+    >>> pg.rank_fidelity(write_examples().rates).rank_fidelity.passed
     True
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -46,6 +49,7 @@ from perception_gap.errors import InputError
 from perception_gap.ingest import IndexReport
 from perception_gap.ingest import index_folder as _index_folder
 from perception_gap.ingest import index_manifest as _index_manifest
+from perception_gap.outputs import as_results
 
 if TYPE_CHECKING:  # annotations only: the settings load with the workflows
     from perception_gap.metrics.settings import Resampling
@@ -158,7 +162,7 @@ def index_manifest(catalog: Catalog, manifest: PathLike, *, root: PathLike | Non
 
 
 def stats(catalog: Catalog, sim: str, real: str, *, workers: int | None = None,
-          progress: Progress | None = None) -> dict[str, Any]:
+          progress: Progress | None = None) -> Results:
     """Raw statistics of a sim and a real set and the plumbing diagnoses.
 
     Args:
@@ -169,19 +173,20 @@ def stats(catalog: Catalog, sim: str, real: str, *, workers: int | None = None,
         progress: called as progress(done, total).
 
     Returns:
-        `sets`, `stats` (per set), `pairs`, `findings` (most urgent first), `config`, `version`.
+        `Results` with `sets`, `stats` (per set), `pairs`, `findings` (most urgent first), `maps`,
+        `config`, `version`.
 
     Examples:
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
         >>> with pg.open_catalog(example_catalog()) as cat:
         ...     res = pg.stats(cat, "sim", "real", workers=1)
-        >>> res["pairs"]["n_pairs"], res["findings"][0]["code"]
+        >>> res.pairs.n_pairs, res.findings[0].code
         (8, 'channel_swap')
     """
     from perception_gap.workflows.stats import stats_job
 
-    return stats_job(catalog, sim, real, workers=workers, progress=progress)
+    return as_results(stats_job(catalog, sim, real, workers=workers, progress=progress))
 
 
 def list_encoders() -> list[dict[str, Any]]:
@@ -238,7 +243,7 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
         device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
         progress: Progress | None = None, precision: str = "fp32",
         inception_weights: PathLike | None = None, attribution: bool = True,
-        resampling: Resampling | None = None) -> dict[str, Any]:
+        resampling: Resampling | None = None) -> Results:
     """The whole analysis of `sim` against `real`: statistics, embeddings, gap metrics, probes, ranking, findings.
 
     Args:
@@ -252,30 +257,31 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
         workers: processes and decoding threads (default: all cores).
         progress: called as progress(done, total).
         precision: `fp32`, `fp16` (CUDA) or `bf16`.
-        inception_weights: a local FID Inception v3 state dict (pytorch-fid's file): adds `res["fid"]`,
+        inception_weights: a local FID Inception v3 state dict (pytorch-fid's file): adds `res.fid`,
             the FID and KID of the reference implementations.
-        attribution: fit the real camera (`res["camera_model"]`, written as camera_model.json with
+        attribution: fit the real camera (`res.camera_model`, written as camera_model.json with
             `out`) and measure the share of each encoder's gap its factors close
-            (`encoders[i]["attribution"]`).
+            (`res.encoders[i].attribution`).
         resampling: bootstrap replicates, interval level and seed (`metrics.settings.Resampling`); None: defaults.
 
     Returns:
-        The results.json structure: `sets`, `findings`, `encoders`, `detection` (when boxes exist), ...
+        `Results` (the results.json, typed): `sets`, `findings`, `encoders`, `detection` (when boxes
+        exist), ..., and `run_id`, the run's row in the catalog.
 
     Examples:
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
         >>> with pg.open_catalog(example_catalog()) as cat:
         ...     res = pg.run(cat, "sim", "real", encoders=["pixel"], workers=1)
-        >>> res["findings"][0]["code"], [e["name"] for e in res["encoders"]]
+        >>> res.findings[0].code, [e.name for e in res.encoders]
         ('channel_swap', ['pixel'])
     """
     from perception_gap.workflows.run import run_job
 
-    res = run_job(catalog, sim, real, encoder_names=encoders, device=device, batch_size=batch_size,
+    res = as_results(run_job(catalog, sim, real, encoder_names=encoders, device=device, batch_size=batch_size,
                   workers=workers, progress=progress, precision=precision,
                   inception_weights=None if inception_weights is None else str(inception_weights),
-                  attribution=attribution, resampling=resampling)
+                  attribution=attribution, resampling=resampling))
     if out is not None:
         write_outputs(res, out)
     return res
@@ -285,7 +291,7 @@ def run(catalog: Catalog, sim: str, real: str, *, encoders: list[str] | None = N
 def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] | None = None,
            baseline: str | None = None, out: PathLike | None = None, n_boot: int = 1000, device: str = "auto",
            batch_size: int | str = 32, workers: int | None = None, progress: Progress | None = None,
-           precision: str = "fp32", resampling: Resampling | None = None) -> dict[str, Any]:
+           precision: str = "fp32", resampling: Resampling | None = None) -> Results:
     """Which of several sim renderings (`sims`, sets of the same scenes) is closest to `real`, with a paired bootstrap.
 
     Args:
@@ -293,7 +299,7 @@ def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] 
         sims: two or more sim set names.
         real: the real set's name.
         encoders: encoder names; None: every available one; `[]`: raw statistics only.
-        baseline: one of `sims`; `res["screen"]["passed"]` is False when another is significantly worse.
+        baseline: one of `sims`; `res.screen.passed` is False when another is significantly worse.
         out: when given, write `results.json` and `report.html` into this folder.
         n_boot: bootstrap replicates over scenes (`resampling.replicates`, when set, wins).
         device: `auto`, `cpu` or `cuda`.
@@ -304,7 +310,7 @@ def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] 
         resampling: bootstrap replicates, interval level and seed (`metrics.settings.Resampling`); None: defaults.
 
     Returns:
-        The results.json structure with `screen` (`ranking`, `pairwise`, `closest`, ...).
+        `Results` with `screen` (`ranking`, `pairwise`, `closest`, ...).
 
     Examples:
         >>> import perception_gap as pg
@@ -313,14 +319,14 @@ def screen(catalog: Catalog, sims: list[str], real: str, *, encoders: list[str] 
         >>> with pg.open_catalog(db) as cat:  # a second rendering: the real camera's own frames
         ...     _ = pg.index_folder(cat, db.parent / "real", "sim_bgr", "sim", workers=1)
         ...     res = pg.screen(cat, ["sim", "sim_bgr"], "real", encoders=[], n_boot=200, workers=1)
-        >>> [r["set"] for r in res["screen"]["ranking"]]
+        >>> [r.set for r in res.screen.ranking]
         ['sim_bgr', 'sim']
     """
     from perception_gap.workflows.screen import screen_job
 
-    res = screen_job(catalog, sims, real, encoder_names=encoders, baseline=baseline, device=device,
-                     batch_size=batch_size, workers=workers, n_boot=n_boot, progress=progress, precision=precision,
-                     resampling=resampling)
+    res = as_results(screen_job(catalog, sims, real, encoder_names=encoders, baseline=baseline, device=device,
+                                batch_size=batch_size, workers=workers, n_boot=n_boot, progress=progress,
+                                precision=precision, resampling=resampling))
     if out is not None:
         write_outputs(res, out)
     return res
@@ -330,7 +336,7 @@ def drift(catalog: Catalog, baseline: str, current: str, *, encoders: list[str] 
           config: PathLike | dict[str, dict[str, Any]] | None = None, out: PathLike | None = None,
           device: str = "auto", batch_size: int | str = 32, workers: int | None = None,
           progress: Progress | None = None, precision: str = "fp32",
-          resampling: Resampling | None = None) -> dict[str, Any]:
+          resampling: Resampling | None = None) -> Results:
     """Gate the frames of set `current` against the stored `baseline` set.
 
     Args:
@@ -348,23 +354,23 @@ def drift(catalog: Catalog, baseline: str, current: str, *, encoders: list[str] 
         resampling: bootstrap replicates, interval level and seed (`metrics.settings.Resampling`); None: the defaults (drift: its config's [bootstrap]).
 
     Returns:
-        The results.json structure with `drift` (`gates`, `passed`, `history`).
+        `Results` with `drift` (`gates`, `passed`, `history`).
 
     Examples:
         >>> import perception_gap as pg
         >>> from perception_gap.examples import example_catalog
         >>> with pg.open_catalog(example_catalog()) as cat:
         ...     res = pg.drift(cat, "sim", "real", encoders=[], workers=1)
-        >>> res["drift"]["passed"]
+        >>> res.drift.passed
         False
     """
     from perception_gap.workflows.drift import drift_job
     from perception_gap.workflows.drift_gates import load_config
 
     cfg = config if isinstance(config, dict) else load_config(None if config is None else str(config))
-    res = drift_job(catalog, baseline, current, encoder_names=encoders, config=cfg, device=device,
-                    batch_size=batch_size, workers=workers, progress=progress, precision=precision,
-                    resampling=resampling)
+    res = as_results(drift_job(catalog, baseline, current, encoder_names=encoders, config=cfg, device=device,
+                               batch_size=batch_size, workers=workers, progress=progress, precision=precision,
+                               resampling=resampling))
     if out is not None:
         write_outputs(res, out)
     return res
@@ -393,7 +399,7 @@ def drift_history(catalog: Catalog, baseline: str | None = None) -> list[dict[st
 
 
 def run_demo(out: PathLike, *, inject: str | None = None, encoders: list[str] | None = None,
-         workers: int | None = None) -> dict[str, Any]:
+         workers: int | None = None) -> Results:
     """Build the built-in paired MuJoCo demo (sim renders and the same states through a camera model), run it.
 
     Writes the data under `out/data`, the catalog `out/perception_gap.duckdb` (rebuilt each time),
@@ -408,8 +414,8 @@ def run_demo(out: PathLike, *, inject: str | None = None, encoders: list[str] | 
         workers: processes and decoding threads (default: all cores).
 
     Returns:
-        The results of `run` on the demo's sets, with their boxes (detection) attached; the checks
-        after the gap hunt are in `out/after/results.json`.
+        `Results` of `run` on the demo's sets (as written to `out/results.json`), with their boxes
+        (detection) attached; the checks after the gap hunt are in `out/after/results.json`.
 
     Examples:
         >>> from perception_gap.demo import INJECTIONS
@@ -417,7 +423,7 @@ def run_demo(out: PathLike, *, inject: str | None = None, encoders: list[str] | 
         True
         >>> import perception_gap as pg
         >>> res = pg.run_demo("demo_out", inject="channel_swap", encoders=["pixel"])  # doctest: +SKIP
-        >>> res["findings"][0]["code"]  # doctest: +SKIP
+        >>> res.findings[0].code  # doctest: +SKIP
         'channel_swap'
     """
     from perception_gap.demo import INJECTIONS
@@ -425,7 +431,7 @@ def run_demo(out: PathLike, *, inject: str | None = None, encoders: list[str] | 
 
     if inject is not None and inject not in INJECTIONS:
         raise InputError(f"Expected `inject` in {', '.join(INJECTIONS)}, got {inject!r}.")
-    return demo_job(out, inject=inject, encoders=encoders, workers=workers).results
+    return as_results(demo_job(out, inject=inject, encoders=encoders, workers=workers).results)
 
 
 def load_results(path: PathLike) -> Results:
@@ -458,19 +464,20 @@ def load_results(path: PathLike) -> Results:
         raise InputError(f"No results file at {str(p)!r}.") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InputError(f"Expected a results.json file at {str(p)!r}: {e}.") from None
-    from perception_gap.schema import Results  # the sections import the metrics' result classes: on use
+    from perception_gap.schema import Results  # on use: building its classes takes a tenth of a second
 
     return Results.from_dict(data, where="results.json")
 
 
-def write_outputs(results: dict[str, Any], out: PathLike) -> Path:
+def write_outputs(results: Results | Mapping[str, Any], out: PathLike) -> Path:
     """Write `results.json` and `report.html` into folder `out`, all or nothing; also re-renders a report.
 
     The report is the one of the results' kind (analysis, evaluation check, geometry check),
     rendered from the JSON form.
 
     Args:
-        results: results as a function here returns them, or as `load_results` reads them.
+        results: `Results` as a function here returns them or `load_results` reads them, or their
+            JSON form (a dict).
         out: the folder (created if needed).
 
     Returns:

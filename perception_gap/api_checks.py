@@ -2,32 +2,39 @@
 
 Before: is there a gap at all (`rollouts`, `rank_fidelity`, `latency`, each reading a CSV, JSONL or
 Parquet table). After: the policy and the geometry (`policy_check` on two indexed sets, `replay`
-on a pose log, `reprojection` on two camera models). Each returns the results.json structure its
-command writes (docs/contract.md) and, given `out`, writes `results.json` and `report.html` there.
-A gate asked for (`max_drop=`, ...) is in the section (`gates` and `passed`, or `gate`); the
-caller decides what a failed gate means, as the command line's exit code 1 does.
+on a pose log, `reprojection` on two camera models). Each returns its command's results.json
+(docs/contract.md) as `perception_gap.schema.Results`: typed sections (`res.latency.end_to_end`),
+`res.to_dict()` the JSON form, and a read-only mapping of it (`res["latency"]`); given `out`, it
+writes `results.json` and `report.html` there. A gate asked for (`max_drop=`, ...) is in the
+section (`gates` and `passed`, or `gate`); the caller decides what a failed gate means, as the
+command line's exit code 1 does.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perception_gap.catalog import Catalog
+
+if TYPE_CHECKING:
+    from perception_gap.schema import Results
 
 PathLike = str | os.PathLike[str]
 
 
-def _written(res: dict[str, Any], out: PathLike | None, kind: str) -> dict[str, Any]:
-    from perception_gap.outputs import render_check, render_evaluation, write_outputs
+def _written(raw: dict[str, Any], out: PathLike | None, kind: str) -> Results:
+    """The job's results typed as their results.json reads back, written into `out` when given."""
+    from perception_gap.outputs import as_results, render_check, render_evaluation, write_outputs
 
+    res = as_results(raw)
     if out is not None:
         write_outputs(res, out, None, render_evaluation if kind == "evaluation" else render_check)
     return res
 
 
 def rollouts(path: PathLike, *, method: str = "exact", confidence: float = 0.95, max_drop: float | None = None,
-             out: PathLike | None = None) -> dict[str, Any]:
+             out: PathLike | None = None) -> Results:
     """Success rates per policy x task x domain with intervals, the sim-vs-real drop, rollouts still needed.
 
     Args:
@@ -39,8 +46,8 @@ def rollouts(path: PathLike, *, method: str = "exact", confidence: float = 0.95,
         out: when given, write `results.json` and `report.html` into this folder.
 
     Returns:
-        `rollouts` (`groups`, `comparisons`, `failure_modes`, `episode_lengths`, `gates`, `passed`),
-        `findings`, `config`, `version`.
+        `Results` with `rollouts` (`groups`, `comparisons`, `failure_modes`, `episode_lengths`, `gates`,
+        `passed`), `findings`, `config`, `version`.
 
     Raises:
         InputError: a missing or unreadable file, a missing column, a bad cell (naming its row).
@@ -50,8 +57,8 @@ def rollouts(path: PathLike, *, method: str = "exact", confidence: float = 0.95,
         >>> from perception_gap.examples import write_examples
         >>> files = write_examples()
         >>> res = pg.rollouts(files.rollouts, max_drop=0.2)
-        >>> c = res["rollouts"]["comparisons"][0]
-        >>> round(c["drop"], 2), c["significant"], res["rollouts"]["passed"]
+        >>> c = res.rollouts.comparisons[0]
+        >>> round(c["drop"], 2), c["significant"], res.rollouts.passed
         (0.45, True, False)
     """
     from perception_gap.evaluation.jobs import rollouts_job
@@ -60,7 +67,7 @@ def rollouts(path: PathLike, *, method: str = "exact", confidence: float = 0.95,
 
 
 def rank_fidelity(path: PathLike, *, n_boot: int = 2000, min_pearson: float | None = None,
-                  out: PathLike | None = None) -> dict[str, Any]:
+                  out: PathLike | None = None) -> Results:
     """Does sim rank policies (or checkpoints) as real does: MMRV and Pearson per task and on average.
 
     Args:
@@ -71,7 +78,8 @@ def rank_fidelity(path: PathLike, *, n_boot: int = 2000, min_pearson: float | No
         out: when given, write `results.json` and `report.html` into this folder.
 
     Returns:
-        `rank_fidelity` (`tasks`, `mean` MMRV and Pearson, `gates`, `passed`), `findings`, `config`, `version`.
+        `Results` with `rank_fidelity` (`tasks`, `mean` MMRV and Pearson, `gates`, `passed`), `findings`,
+        `config`, `version`.
 
     Raises:
         InputError: a missing or unreadable file, a missing column, a rate outside [0, 1].
@@ -80,7 +88,7 @@ def rank_fidelity(path: PathLike, *, n_boot: int = 2000, min_pearson: float | No
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
         >>> files = write_examples()
-        >>> mean = pg.rank_fidelity(files.rates)["rank_fidelity"]["mean"]
+        >>> mean = pg.rank_fidelity(files.rates).rank_fidelity.mean
         >>> mean["mmrv"], round(mean["pearson"], 3)
         (0.0, 0.99)
     """
@@ -90,7 +98,7 @@ def rank_fidelity(path: PathLike, *, n_boot: int = 2000, min_pearson: float | No
 
 
 def latency(path: PathLike, fps: float, *, stages: list[str] | None = None, unit: str = "s",
-            max_p95_ms: float | None = None, out: PathLike | None = None) -> dict[str, Any]:
+            max_p95_ms: float | None = None, out: PathLike | None = None) -> Results:
     """Per-stage and end-to-end latency of a per-tick timestamp log against the control tick.
 
     Args:
@@ -102,8 +110,8 @@ def latency(path: PathLike, fps: float, *, stages: list[str] | None = None, unit
         out: when given, write `results.json` and `report.html` into this folder.
 
     Returns:
-        `latency` (`stages`, `end_to_end` p50/p95/p99 in ms, `overrun_fraction`, `staleness_ticks`,
-        `gates`, `passed`), `findings`, `config`, `version`.
+        `Results` with `latency` (`stages`, `end_to_end` p50/p95/p99 in ms, `overrun_fraction`,
+        `staleness_ticks`, `gates`, `passed`), `findings`, `config`, `version`.
 
     Raises:
         InputError: a missing or unreadable file, fewer than two stages, a timestamp that is not one.
@@ -112,8 +120,8 @@ def latency(path: PathLike, fps: float, *, stages: list[str] | None = None, unit
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
         >>> files = write_examples()
-        >>> lat = pg.latency(files.ticks, fps=20)["latency"]
-        >>> lat["stage_order"], lat["end_to_end"]["p95"]
+        >>> lat = pg.latency(files.ticks, fps=20).latency
+        >>> lat.stage_order, lat.end_to_end["p95"]
         (['capture', 'inferred', 'actuated'], 34.0)
     """
     from perception_gap.evaluation.jobs import latency_job
@@ -123,7 +131,7 @@ def latency(path: PathLike, fps: float, *, stages: list[str] | None = None, unit
 
 def policy_check(catalog: Catalog, sim: str, real: str, policy: str, *, preprocess: str | None = None,
                  batch_size: int = 32, max_rel_diff: float | None = None,
-                 out: PathLike | None = None) -> dict[str, Any]:
+                 out: PathLike | None = None) -> Results:
     """Push the paired frames of sets `sim` and `real` (any source the catalog indexes) through a frozen policy.
 
     Args:
@@ -138,7 +146,8 @@ def policy_check(catalog: Catalog, sim: str, real: str, policy: str, *, preproce
         out: when given, write `results.json` and `report.html` into this folder.
 
     Returns:
-        `policy_check` (`per_dim`, `n_pairs`, `skipped`, `gate`), `findings`, `config`, `version`.
+        `Results` with `policy_check` (`per_dim`, `n_pairs`, `skipped`, `gate`), `findings`, `config`,
+        `version`.
 
     Raises:
         InputError: unknown sets, fewer than 2 pairs, a policy that cannot be loaded or fails.
@@ -148,8 +157,8 @@ def policy_check(catalog: Catalog, sim: str, real: str, policy: str, *, preproce
         >>> from perception_gap.examples import example_catalog
         >>> with pg.open_catalog(example_catalog(), read_only=True) as cat:
         ...     res = pg.policy_check(cat, "sim", "real", "perception_gap.examples:example_policy")
-        >>> pc = res["policy_check"]
-        >>> pc["n_pairs"], len(pc["per_dim"])
+        >>> pc = res.policy_check
+        >>> pc.n_pairs, len(pc.per_dim)
         (8, 3)
     """
     from perception_gap.workflows.policy_check import policy_check_job
@@ -159,7 +168,7 @@ def policy_check(catalog: Catalog, sim: str, real: str, policy: str, *, preproce
     return _written(res, out, "check")
 
 
-def replay(path: PathLike, *, max_translation_m: float | None = None, out: PathLike | None = None) -> dict[str, Any]:
+def replay(path: PathLike, *, max_translation_m: float | None = None, out: PathLike | None = None) -> Results:
     """Logged real vs open-loop sim end-effector trajectories: errors per step, divergence onset and cause.
 
     Args:
@@ -169,8 +178,8 @@ def replay(path: PathLike, *, max_translation_m: float | None = None, out: PathL
         out: when given, write `results.json` and `report.html` into this folder.
 
     Returns:
-        `replay` (`translation_error`, `rotation_error_deg`, `divergence_step`, `episodes`, `gate`),
-        `findings`, `config`, `version`.
+        `Results` with `replay` (`translation_error`, `rotation_error_deg`, `divergence_step`, `episodes`,
+        `gate`), `findings`, `config`, `version`.
 
     Raises:
         InputError: a missing or unreadable file, a missing column, a bad row (naming it).
@@ -180,9 +189,9 @@ def replay(path: PathLike, *, max_translation_m: float | None = None, out: PathL
         >>> from perception_gap.examples import write_examples
         >>> files = write_examples()
         >>> res = pg.replay(files.poses, max_translation_m=0.005)
-        >>> round(res["replay"]["translation_error"]["mean"], 4), res["replay"]["gate"]["passed"]
+        >>> round(res.replay.translation_error["mean"], 4), res.replay.gate.passed
         (0.008, False)
-        >>> [f["code"] for f in res["findings"]]
+        >>> [f.code for f in res.findings]
         ['tracking_offset']
     """
     from perception_gap.workflows.checks import replay_job
@@ -191,7 +200,7 @@ def replay(path: PathLike, *, max_translation_m: float | None = None, out: PathL
 
 
 def reprojection(path: PathLike, *, initial_states: PathLike | None = None, max_mean_px: float | None = None,
-                 out: PathLike | None = None) -> dict[str, Any]:
+                 out: PathLike | None = None) -> Results:
     """Project a workspace grid through the sim and the real camera and measure where they disagree.
 
     Args:
@@ -202,8 +211,8 @@ def reprojection(path: PathLike, *, initial_states: PathLike | None = None, max_
         out: when given, write `results.json` and `report.html` into this folder.
 
     Returns:
-        `reprojection` (`mean`, `median`, `max` px, `camera_fit`, `coverage`, `gate`), `findings`,
-        `config`, `version`.
+        `Results` with `reprojection` (`mean`, `median`, `max` px, `camera_fit`, `coverage`, `gate`),
+        `findings`, `config`, `version`.
 
     Raises:
         InputError: a missing or unreadable file, a bad camera, grid, point or initial state.
@@ -212,8 +221,8 @@ def reprojection(path: PathLike, *, initial_states: PathLike | None = None, max_
         >>> import perception_gap as pg
         >>> from perception_gap.examples import write_examples
         >>> files = write_examples()
-        >>> rep = pg.reprojection(files.cameras)["reprojection"]
-        >>> round(rep["mean"], 3), rep["camera_fit"]["named"]
+        >>> rep = pg.reprojection(files.cameras).reprojection
+        >>> round(rep.mean, 3), rep.camera_fit["named"]
         (1.5, ['intrinsics'])
     """
     from perception_gap.workflows.checks import reprojection_job

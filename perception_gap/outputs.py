@@ -10,11 +10,15 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from perception_gap.errors import OutputError
 from perception_gap.jsonsafe import NON_FINITE_REASON, finite_json, json_default  # noqa: F401 (re-exported)
+
+if TYPE_CHECKING:
+    from perception_gap.schema import Results
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -104,12 +108,32 @@ def dumps(obj: Any) -> str:
     return json.dumps(clean, indent=2, default=json_default, allow_nan=False, ensure_ascii=False)
 
 
-def write_outputs(res: dict[str, Any], out_dir: str | Path | None, json_path: str | Path | None = None,
+def as_results(res: Mapping[str, Any]) -> Results:
+    """A job's results as `Results`, read from the JSON text `write_outputs` writes for them.
+
+    What a function returns is then exactly what `load_results` reads back from its results.json:
+    non-finite numbers null (listed under `non_finite`), numpy values plain, keys in their order.
+    `Results` are returned as they are.
+
+    Raises:
+        InputError: a section lacks a key it must have (a defect of the job that wrote it).
+    """
+    from perception_gap.schema import Results
+
+    if isinstance(res, Results):
+        return res
+    return Results.from_dict(json.loads(dumps(res)), where="results.json")
+
+
+def write_outputs(res: Results | Mapping[str, Any], out_dir: str | Path | None, json_path: str | Path | None = None,
                   render: Callable[[Any], str] | None = None) -> None:
     """report.html, results.json and the optional --json copy: all of them or, on failure, none.
 
-    `render` turns the JSON form into HTML (default: the analysis report); no `out_dir`: only --json.
+    `res` is a job's dict or `Results` (written as its JSON form). `render` turns the JSON form
+    into HTML (default: the analysis report); no `out_dir`: only --json.
     """
+    if not isinstance(res, dict):  # `Results`, a mapping of its JSON form
+        res = res.to_dict() if hasattr(res, "to_dict") else dict(res)
     text = dumps(res)
     files = []
     if out_dir is not None:
@@ -123,21 +147,21 @@ def write_outputs(res: dict[str, Any], out_dir: str | Path | None, json_path: st
     write_files(files + ([(Path(json_path), text)] if json_path else []))
 
 
-def render_check(res: dict[str, Any]) -> str:
+def render_check(res: Mapping[str, Any]) -> str:
     """The report of the checks after the gap hunt (policy check, replay, reprojection) from their JSON form."""
     from perception_gap.reports.geometry import render_geometry_report
 
     return render_geometry_report(res)
 
 
-def render_evaluation(res: dict[str, Any]) -> str:
+def render_evaluation(res: Mapping[str, Any]) -> str:
     """The report of an evaluation check (rollouts, rank fidelity, latency) from its JSON form."""
     from perception_gap.reports.evaluation import render_evaluation as render
 
     return render(res)
 
 
-def render_for(res: dict[str, Any]) -> Callable[[Any], str] | None:
+def render_for(res: Mapping[str, Any]) -> Callable[[Any], str] | None:
     """The report renderer of a result's kind: None (the analysis report) for `run`, `screen`, `drift`
     and `stats` results, else the evaluation or the geometry check report."""
     if any(k in res for k in ("encoders", "screen", "drift", "stats")):

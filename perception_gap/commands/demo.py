@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perception_gap.commands.output import check_lines, check_outputs, fail, progress_bar, say
+from perception_gap.commands.output import as_results, check_lines, check_outputs, fail, progress_bar, say
 from perception_gap.commands.parsing import Parents
 
 
@@ -44,10 +44,11 @@ def execute(args: argparse.Namespace) -> int:
     finally:
         close()
     if not args.quiet:
-        print_run(demo.results, out_dir)
+        print_run(as_results(demo.results), out_dir)
     say(args, "\nafter the gap hunt: policy-check, replay, reprojection on the demo's inputs")
     summaries = {"policy_check": policy_check.summary, "replay": replay.summary, "reprojection": reprojection.summary}
-    for section, res in demo.after.items():
+    for section, raw in demo.after.items():
+        res = as_results(raw)
         for line in check_lines(res, summaries[section](res)):
             say(args, line)
     say(args, f"after-the-gap-hunt report: {out_dir / 'after' / 'report.html'}")

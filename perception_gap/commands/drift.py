@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perception_gap.commands.flags import resampling
 from perception_gap.commands.output import (
+    as_results,
     atomic_write_text,
     check_outputs,
     dumps,
@@ -20,21 +21,24 @@ from perception_gap.commands.output import (
 from perception_gap.commands.parsing import Parents, model_options
 from perception_gap.wording import FAIL, PASS, gate_word
 
+if TYPE_CHECKING:
+    from perception_gap.schema import Results
 
-def _print_drift(res: dict[str, Any], out_dir: Path) -> None:
+
+def _print_drift(res: Results, out_dir: Path) -> None:
     from perception_gap.reports.decisions import drift_rule
 
-    d = res["drift"]
-    print(f"drift check: {d['current']!r} against baseline {d['baseline']!r}")
+    d = res.drift
+    print(f"drift check: {d.current!r} against baseline {d.baseline!r}")
     print(f"  {'gate':<34} {'value':>9} {'threshold':>9}  result")
-    for g in d["gates"]:
-        extra = f" ({g['reason']})" if g["status"] in ("skipped", "not computed") and g.get("reason") else ""
-        print(f"  {g['name']:<34} {fmt(g['value']):>9} {fmt(g['threshold']):>9}  {gate_word(g['status'])}{extra}")
-        if g["status"] in ("passed", "failed"):  # the rule that decided, as the report states it beside the verdict
-            print(f"  {'':<34} why: {drift_rule(g)}")
-    print(PASS if d["passed"] else f"{FAIL}: " + ", ".join(g["name"] for g in d["gates"] if not g["passed"]))
-    for f in res["findings"]:
-        print(f"- {f['title']}\n  action: {f['action']}")
+    for g in d.gates:
+        extra = f" ({g.reason})" if g.status in ("skipped", "not computed") and g.reason else ""
+        print(f"  {g.name:<34} {fmt(g.value):>9} {fmt(g.threshold):>9}  {gate_word(g.status)}{extra}")
+        if g.status in ("passed", "failed"):  # the rule that decided, as the report states it beside the verdict
+            print(f"  {'':<34} why: {drift_rule(g.to_dict())}")
+    print(PASS if d.passed else f"{FAIL}: " + ", ".join(g.name for g in d.gates if not g.passed))
+    for f in res.findings:
+        print(f"- {f.title}\n  action: {f.action}")
     print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
 
 
@@ -109,14 +113,15 @@ def execute(args: argparse.Namespace) -> int:
     with Catalog(args.db, wait=args.wait, create=False) as cat, \
             open_engine(cat, args.engine, address=args.address, workers=args.workers, device=args.device) as eng:
         try:
-            res = drift_job(cat, args.baseline, args.current, encoder_names=encoder_names(args.encoders), config=cfg,
+            raw = drift_job(cat, args.baseline, args.current, encoder_names=encoder_names(args.encoders), config=cfg,
                             device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress,
                             precision=args.precision, engine=eng, resampling=resampling(args))
         finally:
             close()
     if rollouts is not None:
-        merge_rollouts(res, rollouts)
+        merge_rollouts(raw, rollouts)
+    res = as_results(raw)
     write_outputs(res, out_dir, args.json)
     if not args.quiet:
         _print_drift(res, out_dir)
-    return 0 if res["drift"]["passed"] else 1
+    return 0 if res.drift.passed else 1

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perception_gap.commands.flags import finite_float, positive
 from perception_gap.commands.output import fmt
 from perception_gap.commands.parsing import Parents
 from perception_gap.commands.rollouts import finish, print_gates_and_findings
 
+if TYPE_CHECKING:
+    from perception_gap.schema import Results
 
-def _print(res: dict[str, Any], out_dir: str | None) -> None:
-    sec = res["latency"]
-    print(f"{sec['n_ticks']} ticks, tick {fmt(sec['tick_ms'])} ms; stages: {' -> '.join(sec['stage_order'])}")
+
+def _print(res: Results, out_dir: str | None) -> None:
+    sec = res.latency
+    print(f"{sec.n_ticks} ticks, tick {fmt(sec.tick_ms)} ms; stages: {' -> '.join(sec.stage_order or [])}")
     print(f"{'stage (from previous)':<24} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
-    for s, v in list(sec["stages"].items()) + [("end to end", sec["end_to_end"])]:
+    for s, v in list(sec.stages.items()) + [("end to end", sec.end_to_end)]:
         print(f"{s[:24]:<24} {fmt(v['p50']):>8} {fmt(v['p95']):>8} {fmt(v['p99']):>8}")
-    st = sec["staleness_ticks"]
-    print(f"overrun: {sec['overrun_fraction']:.1%} of ticks; staleness p50/p95/max {fmt(st['p50'])}/{fmt(st['p95'])}/"
-          f"{fmt(st['max'])} ticks; jitter {fmt(sec['jitter_ms'])} ms (period), {fmt(sec['e2e_jitter_ms'])} ms (end to end)")
-    for s in sec["skipped"]:
+    st = sec.staleness_ticks or {}
+    overrun = "-" if sec.overrun_fraction is None else f"{sec.overrun_fraction:.1%}"
+    print(f"overrun: {overrun} of ticks; staleness p50/p95/max {fmt(st['p50'])}/{fmt(st['p95'])}/"
+          f"{fmt(st['max'])} ticks; jitter {fmt(sec.jitter_ms)} ms (period), {fmt(sec.e2e_jitter_ms)} ms (end to end)")
+    for s in sec.skipped or []:
         print(f"skipped tick {fmt(s['tick'])}: {s['reason']}")
     print_gates_and_findings(res, sec, out_dir)
 

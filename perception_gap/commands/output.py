@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from perception_gap.outputs import (  # noqa: F401  (the commands' writers, named here for them)
     NON_FINITE_REASON,
+    as_results,
     atomic_write_text,
     check_outputs,
     dumps,
@@ -19,6 +20,9 @@ from perception_gap.outputs import (  # noqa: F401  (the commands' writers, name
     write_outputs,
 )
 from perception_gap.wording import gate_word
+
+if TYPE_CHECKING:
+    from perception_gap.schema import Results
 
 
 def fail(message: str) -> int:
@@ -121,19 +125,19 @@ def encoder_names(spec: list[str] | None) -> list[Any] | None:
     return [] if [n.name.lower() for n in names] == ["none"] else names
 
 
-def check_lines(res: dict[str, Any], summary: list[str]) -> list[str]:
+def check_lines(res: Results, summary: list[str]) -> list[str]:
     """A check's summary lines, then one line per finding."""
-    return summary + [f"  finding {f['code']} ({f['severity']}): {f['title']}" for f in res["findings"]]
+    return summary + [f"  finding {f.code} ({f.severity}): {f.title}" for f in res.findings]
 
 
-def finish_check(args: argparse.Namespace, section: str, res: dict[str, Any], summary: list[str]) -> int:
+def finish_check(args: argparse.Namespace, section: str, res: Results, summary: list[str]) -> int:
     """Write a check's `--json` file and `--out` folder, print its summary; 1 when its gate failed."""
     write_outputs(res, getattr(args, "out", None), args.json, render_check)
-    g = res[section].get("gate")
+    g = getattr(res, section).gate
     for line in check_lines(res, summary):
         say(args, line)
     if g is not None:
-        why = f" ({g['reason']})" if g.get("status") in ("not computed", "skipped") and g.get("reason") else ""
-        say(args, f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {gate_word(g.get('status') or g['passed'])}{why}")
-        return 0 if g["passed"] else 1
+        why = f" ({g.reason})" if g.status in ("not computed", "skipped") and g.reason else ""
+        say(args, f"gate {g.name}: {fmt(g.value)} vs {fmt(g.threshold)}: {gate_word(g.status or g.passed)}{why}")
+        return 0 if g.passed else 1
     return 0

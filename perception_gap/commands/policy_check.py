@@ -11,10 +11,14 @@ preprocessing inside (the usual case for a TorchScript export).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from perception_gap.commands.flags import non_negative
-from perception_gap.commands.output import check_outputs, finish_check, fmt
+from perception_gap.commands.output import as_results, check_outputs, finish_check, fmt
 from perception_gap.commands.parsing import Parents
+
+if TYPE_CHECKING:
+    from perception_gap.schema import Results
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
@@ -45,17 +49,17 @@ def execute(args: argparse.Namespace) -> int:
     check_outputs(args.out, args.json)
     check_batch_size(args.batch_size)
     with Catalog(args.db, wait=args.wait, create=False, read_only=True) as cat:
-        res = policy_check_job(cat, args.sim, args.real, args.policy, preprocess=args.preprocess,
-                               batch_size=args.batch_size, max_rel_diff=args.max_rel_diff)
+        res = as_results(policy_check_job(cat, args.sim, args.real, args.policy, preprocess=args.preprocess,
+                                          batch_size=args.batch_size, max_rel_diff=args.max_rel_diff))
     return finish_check(args, "policy_check", res, summary(res))
 
 
-def summary(res: dict) -> list[str]:
+def summary(res: Results) -> list[str]:
     """The text summary of a policy check's results."""
-    section = res["policy_check"]
-    lines = [f"policy-check: {section['n_pairs']} pairs ({len(section['skipped'])} skipped), "
-             f"{len(section['per_dim'])} action dimensions"]
+    section = res.policy_check
+    lines = [f"policy-check: {section.n_pairs} pairs ({len(section.skipped or [])} skipped), "
+             f"{len(section.per_dim)} action dimensions"]
     lines += [f"  dim {j}: sim std {fmt(d['sim_std'])}, real std {fmt(d['real_std'])}, paired diff "
               f"{fmt(d['paired_diff_mean'])} ({fmt(d['paired_diff_rel'])} x sim spread)"
-              for j, d in enumerate(section["per_dim"][:16])]
+              for j, d in enumerate(section.per_dim[:16])]
     return lines

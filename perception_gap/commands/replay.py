@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from perception_gap.commands.output import check_outputs, finish_check, fmt
+from perception_gap.commands.output import as_results, check_outputs, finish_check, fmt
 from perception_gap.commands.parsing import Parents, file_check_parser
+
+if TYPE_CHECKING:
+    from perception_gap.schema import Results
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
@@ -24,16 +28,17 @@ def execute(args: argparse.Namespace) -> int:
     from perception_gap.workflows.checks import replay_job
 
     check_outputs(args.out, args.json)
-    res = replay_job(args.file, max_translation_m=args.max_translation_m)
+    res = as_results(replay_job(args.file, max_translation_m=args.max_translation_m))
     return finish_check(args, "replay", res, summary(res))
 
 
-def summary(res: dict) -> list[str]:
+def summary(res: Results) -> list[str]:
     """The text summary of a replay's results."""
-    r = res["replay"]
-    onset = "none" if r["divergence_step"] is None else f"step {r['divergence_step']}"
-    mean_mm = None if r["translation_error"]["mean"] is None else r["translation_error"]["mean"] * 1000
-    return [f"replay of {len(r['episodes'])} episode(s), {len(r['steps'])} steps "
-            f"({r['n_unmatched']} unmatched rows skipped)",
+    r = res.replay
+    onset = "none" if r.divergence_step is None else f"step {r.divergence_step}"
+    mean_m = r.translation_error["mean"]
+    mean_mm = None if mean_m is None else mean_m * 1000
+    return [f"replay of {len(r.episodes or [])} episode(s), {len(r.steps or [])} steps "
+            f"({r.n_unmatched} unmatched rows skipped)",
             (f"  translation error mean {fmt(mean_mm)} mm, rotation error mean "
-             f"{fmt(r['rotation_error_deg']['mean'])} deg; divergence onset: {onset}")]
+             f"{fmt(r.rotation_error_deg['mean'])} deg; divergence onset: {onset}")]

@@ -5,54 +5,57 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perception_gap.commands.flags import finite_float
-from perception_gap.commands.output import check_outputs, fmt, write_outputs
+from perception_gap.commands.output import as_results, check_outputs, fmt, write_outputs
 from perception_gap.commands.parsing import Parents
 from perception_gap.outputs import render_evaluation
 from perception_gap.wording import gate_word, signed
 
+if TYPE_CHECKING:
+    from perception_gap.schema import Latency, RankFidelity, Results, Rollouts
 
-def print_gates_and_findings(res: dict[str, Any], section: dict[str, Any], out_dir: str | None) -> None:
+
+def print_gates_and_findings(res: Results, section: Rollouts | RankFidelity | Latency, out_dir: str | None) -> None:
     """The lines every evaluation command ends with: findings, gates, where the files went."""
-    for f in res["findings"]:
-        print(f"[{f['severity']}] {f['code']}: {f['title']}\n   action: {f['action']}")
-    if not res["findings"]:
+    for f in res.findings:
+        print(f"[{f.severity}] {f.code}: {f.title}\n   action: {f.action}")
+    if not res.findings:
         print("findings: none")
-    for g in section["gates"]:
-        why = f" ({g['reason']})" if g["status"] in ("not computed", "skipped") and g.get("reason") else ""
-        print(f"gate {g['name']}: {fmt(g['value'])} vs {fmt(g['threshold'])}: {gate_word(g['status'])}{why}")
+    for g in section.gates:
+        why = f" ({g.reason})" if g.status in ("not computed", "skipped") and g.reason else ""
+        print(f"gate {g.name}: {fmt(g.value)} vs {fmt(g.threshold)}: {gate_word(g.status)}{why}")
     if out_dir:
         print(f"results: {Path(out_dir) / 'results.json'}, report: {Path(out_dir) / 'report.html'}")
 
 
-def _print(res: dict[str, Any], out_dir: str | None) -> None:
-    sec = res["rollouts"]
-    level = f"{sec['confidence'] * 100:g}%"
-    print(f"{'policy':<20} {'task':<18} {'domain':<6} {'n':>6} {'succ':>6} {'rate':>6}  {level} CI ({sec['ci_method']})")
-    for g in sec["groups"]:
-        print(f"{g['policy'][:20]:<20} {g['task'][:18]:<18} {g['domain']:<6} {g['n']:>6} {g['successes']:>6} "
-              f"{fmt(g['rate']):>6}  [{fmt(g['ci_low'])}, {fmt(g['ci_high'])}]")
-    for c in sec["comparisons"]:
+def _print(res: Results, out_dir: str | None) -> None:
+    sec = res.rollouts
+    level = f"{sec.confidence * 100:g}%"
+    print(f"{'policy':<20} {'task':<18} {'domain':<6} {'n':>6} {'succ':>6} {'rate':>6}  {level} CI ({sec.ci_method})")
+    for g in sec.groups:
+        print(f"{g.policy[:20]:<20} {g.task[:18]:<18} {g.domain:<6} {g.n:>6} {g.successes:>6} "
+              f"{fmt(g.rate):>6}  [{fmt(g.ci_low)}, {fmt(g.ci_high)}]")
+    for c in sec.comparisons:
         need = c["rollouts_needed"]
         print(f"{c['policy']}/{c['task']}: drop {signed(c['drop'])} (sim - real), {level} CI "
               f"[{signed(c['drop_ci'][0])}, {signed(c['drop_ci'][1])}] (Newcombe); rollouts needed: "
               f"sim {fmt(need['sim'])}, real {fmt(need['real'])}")
-    for s in sec["skipped"]:
+    for s in sec.skipped or []:
         print(f"skipped {s['policy']}/{s['task']}: {s['reason']}")
     print_gates_and_findings(res, sec, out_dir)
 
 
 def finish(args: argparse.Namespace, job: Callable[[], dict[str, Any]], kind: str,
-           show: Callable[[dict[str, Any], str | None], None]) -> int:
+           show: Callable[[Results, str | None], None]) -> int:
     """Run an evaluation job after checking the outputs, write them, print, and exit 1 when a gate failed."""
     check_outputs(args.out, args.json)
-    res = job()
+    res = as_results(job())
     write_outputs(res, args.out, args.json, render_evaluation)
     if not args.quiet:
         show(res, args.out)
-    return 0 if res[kind]["passed"] else 1
+    return 0 if getattr(res, kind).passed else 1
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:

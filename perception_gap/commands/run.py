@@ -4,50 +4,56 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perception_gap.commands.flags import resampling
-from perception_gap.commands.output import check_outputs, fmt, progress_bar, write_outputs
+from perception_gap.commands.output import as_results, check_outputs, fmt, progress_bar, write_outputs
 from perception_gap.commands.parsing import Parents, model_options
 
+if TYPE_CHECKING:
+    from perception_gap.schema import Results
 
-def print_run(res: dict[str, Any], out_dir: Path) -> None:
+
+def print_run(res: Results, out_dir: Path) -> None:
     from perception_gap.probes import describe_r2  # sklearn loads only when a run prints
 
-    print(f"sim {res['config']['sim']!r} vs real {res['config']['real']!r}: {res['pairs']['n_pairs']} pairs")
+    encoders = res.encoders or []
+    print(f"sim {res.config.sim!r} vs real {res.config.real!r}: {res.pairs.n_pairs} pairs")
     print(f"{'rank':>4}  {'encoder':<22} {'gap above floor':>15} {'floor':>6} {'distance (95% CI)':<20} {'AUC':>5} "
           f"{'cos':>6} {'probe s->r':>10}")
-    for e in res["encoders"]:
-        ci = e.get("centroid_distance_norm_ci") or {}
-        dist = (f"{fmt(e['centroid_distance_norm'])} ({fmt(ci.get('low'))}-{fmt(ci.get('high'))})"
-                if e.get("centroid_distance_norm") is not None else "-")
-        front = "*" if e.get("pareto_front") else " "
-        rank = "ref" if e.get("reference") else fmt(e.get("rank"))
-        probe = describe_r2((e.get("probe") or {}).get("sim_to_real")) + ("!" if e.get("probe_informative") is False else "")
-        print(f"{rank:>4}{front} {e['name']:<22} {fmt(e.get('gap_above_floor')):>15} {fmt(e.get('noise_floor')):>6} "
-              f"{dist:<20} {fmt(e.get('domain_auc')):>5} {fmt((e.get('paired_cosine') or {}).get('mean')):>6} {probe:>10}")
+    for e in encoders:
+        ci = e.centroid_distance_norm_ci
+        dist = (f"{fmt(e.centroid_distance_norm)} ({fmt(ci.low if ci is not None else None)}-"
+                f"{fmt(ci.high if ci is not None else None)})" if e.centroid_distance_norm is not None else "-")
+        front = "*" if e.pareto_front else " "
+        rank = "ref" if e.reference else fmt(e.rank)
+        probe = (describe_r2(e.probe.sim_to_real if e.probe is not None else None)
+                 + ("!" if e.probe_informative is False else ""))
+        cos = e.paired_cosine.mean if e.paired_cosine is not None else None
+        print(f"{rank:>4}{front} {e.name:<22} {fmt(e.gap_above_floor):>15} {fmt(e.noise_floor):>6} "
+              f"{dist:<20} {fmt(e.domain_auc):>5} {fmt(cos):>6} {probe:>10}")
     print("(ranked on the gap above the noise floor (lower is better) and the held-out sim->real probe R^2 (higher "
           "is better); * on their Pareto front; distance = normalized PCA centroid distance, floor = real-vs-real)")
-    if any(e.get("reference") for e in res["encoders"]):
+    if any(e.reference for e in encoders):
         print("(ref: the weights-free pixel baseline, a reference row, never ranked)")
-    alone = [e["name"] for e in res["encoders"] if e.get("ranking_basis") == "gap alone"]
+    alone = [e.name for e in encoders if e.ranking_basis == "gap alone"]
     if alone:
         print(f"(ranked on the gap alone, no informative probe: {', '.join(alone)}; "
               "! = probe uninformative, sim->sim R^2 <= 0)")
-    fid = res.get("fid")
-    if fid:
-        ci = fid.get("ci") or {}
-        print(f"FID (pytorch-fid Inception v3, weights {fid['weights_sha256'][:8]}"
-              f"{'' if fid.get('reference_weights') else ', not the reference file'}): "
-              + (f"{fmt(fid['value'])} ({fmt(ci.get('low'))}-{fmt(ci.get('high'))}), "
-                 f"KID {fmt((fid.get('kid') or {}).get('value'))}" if fid.get("value") is not None
-                 else f"not computed ({fid.get('insufficient')})"))
-    if not res["findings"]:
+    fid = res.fid
+    if fid is not None:
+        low, high = (fid.ci.low, fid.ci.high) if fid.ci is not None else (None, None)
+        print(f"FID (pytorch-fid Inception v3, weights {(fid.weights_sha256 or '')[:8]}"
+              f"{'' if fid.reference_weights else ', not the reference file'}): "
+              + (f"{fmt(fid.value)} ({fmt(low)}-{fmt(high)}), "
+                 f"KID {fmt((fid.kid or {}).get('value'))}" if fid.value is not None
+                 else f"not computed ({fid.insufficient})"))
+    if not res.findings:
         print("findings: none")
-    for i, f in enumerate(res["findings"], 1):
-        print(f"{i}. [{f['severity']}] {f['code']}: {f['title']}")
-        if f.get("action"):
-            print(f"   action: {f['action']}")
+    for i, f in enumerate(res.findings, 1):
+        print(f"{i}. [{f.severity}] {f.code}: {f.title}")
+        if f.action:
+            print(f"   action: {f.action}")
     print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
 
 
@@ -92,7 +98,7 @@ def execute(args: argparse.Namespace) -> int:
     with Catalog(args.db, wait=args.wait, create=False) as cat, \
             open_engine(cat, args.engine, address=args.address, workers=args.workers, device=args.device) as eng:
         try:
-            res = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
+            raw = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
                           batch_size=args.batch_size, workers=args.workers, progress=progress,
                           precision=args.precision, engine=eng,
                           inception_weights=getattr(args, "inception_weights", None),
@@ -100,7 +106,8 @@ def execute(args: argparse.Namespace) -> int:
         finally:
             close()
     if rollouts is not None:
-        merge_rollouts(res, rollouts)
+        merge_rollouts(raw, rollouts)
+    res = as_results(raw)
     write_outputs(res, out_dir, args.json)
     if not args.quiet:
         print_run(res, out_dir)

@@ -4,39 +4,43 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perception_gap.commands.flags import bounded_int, resampling
-from perception_gap.commands.output import check_outputs, encoder_names, fmt, progress_bar, write_outputs
+from perception_gap.commands.output import as_results, check_outputs, encoder_names, fmt, progress_bar, write_outputs
 from perception_gap.commands.parsing import Parents, model_options
 from perception_gap.wording import FAIL, NOT_COMPUTED, gate_word
 
+if TYPE_CHECKING:
+    from perception_gap.schema import Results
 
-def _print_screen(res: dict[str, Any], out_dir: Path) -> None:
+
+def _print_screen(res: Results, out_dir: Path) -> None:
     from perception_gap.workflows.screening import views_disagree_words
 
-    scr = res["screen"]
-    print(f"screening {len(scr['ranking'])} renderings against real {res['config']['real']!r} "
-          f"over {len(scr['views'])} views ({', '.join(scr['views'])}); {scr['n_pairs']} paired scenes, resampled as "
-          + ", ".join(f"{n} {kind}" for kind, n in scr["resampling_units"].items()))
+    scr = res.screen
+    views = scr.views or []
+    print(f"screening {len(scr.ranking)} renderings against real {res.config.real!r} "
+          f"over {len(views)} views ({', '.join(views)}); {scr.n_pairs} paired scenes, resampled as "
+          + ", ".join(f"{n} {kind}" for kind, n in (scr.resampling_units or {}).items()))
     print(f"{'rank':>4}  {'sim set':<28} {'distance (95% CI)':<26}")
-    for r in scr["ranking"]:
-        c = r["ci"]
-        print(f"{r['rank']:>4}  {r['set']:<28} {fmt(r['distance'])} ({fmt(c.get('low'))}-{fmt(c.get('high'))})")
-    for p in scr["pairwise"]:
+    for r in scr.ranking:
+        c = r.ci
+        print(f"{r.rank:>4}  {r.set:<28} {fmt(r.distance)} ({fmt(c.low)}-{fmt(c.high)})")
+    for p in scr.pairwise or []:
         c = p["ci"]
         verdict = "significant" if p["significant"] else "not significant"
         if p.get("views_disagree"):
             verdict += f" on average, but the views disagree: {views_disagree_words(p)}"
         print(f"  {p['closer']} closer than {p['farther']} by {fmt(p['difference'])} "
               f"(95% CI {fmt(c.get('low'))} to {fmt(c.get('high'))}): {verdict}")
-    print(f"closest: {scr['closest']!r}" if scr["closest"] else "closest: no rendering is significantly closer than every other")
-    if "baseline" in scr:
-        gate = scr.get("gate") or {}
-        word = gate_word(gate["status"]) if "status" in gate else gate_word(bool(scr["passed"]))
-        why = {FAIL: " (significantly farther: " + ", ".join(scr["worse_than_baseline"]) + ")",
-               NOT_COMPUTED: f" ({gate.get('reason')})"}.get(word, "")
-        print(f"--fail-if-worse {scr['baseline']!r}: {word}{why}")
+    print(f"closest: {scr.closest!r}" if scr.closest else "closest: no rendering is significantly closer than every other")
+    if scr.baseline is not None:
+        gate = scr.gate
+        word = gate_word(gate.status) if gate is not None else gate_word(bool(scr.passed))
+        why = {FAIL: " (significantly farther: " + ", ".join(scr.worse_than_baseline or []) + ")",
+               NOT_COMPUTED: f" ({gate.reason if gate is not None else None})"}.get(word, "")
+        print(f"--fail-if-worse {scr.baseline!r}: {word}{why}")
     print(f"results: {out_dir / 'results.json'}, report: {out_dir / 'report.html'}")
 
 
@@ -72,13 +76,14 @@ def execute(args: argparse.Namespace) -> int:
     progress, close = progress_bar(args, "screen")
     with Catalog(args.db, wait=args.wait, create=False) as cat:
         try:
-            res = screen_job(cat, sims, args.real, encoder_names=encoder_names(args.encoders),
+            raw = screen_job(cat, sims, args.real, encoder_names=encoder_names(args.encoders),
                              baseline=args.fail_if_worse, device=args.device, batch_size=args.batch_size,
                              workers=args.workers, n_boot=args.n_boot, progress=progress,
                              precision=args.precision, resampling=resampling(args))
         finally:
             close()
+    res = as_results(raw)
     write_outputs(res, out_dir, args.json)
     if not args.quiet:
         _print_screen(res, out_dir)
-    return 1 if res["screen"].get("passed") is False else 0
+    return 1 if res.screen.passed is False else 0

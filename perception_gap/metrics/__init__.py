@@ -40,56 +40,88 @@ With these caps 100k x 1280 float32 per side runs every metric in well under 2 G
 (inputs included; see bench/bench_compare.py).
 """
 
-from perception_gap.metrics.bootstrap import BOOT_MAX_SAMPLES, N_BOOT, bootstrap_ci, centred_ci, cluster_replicates
-from perception_gap.metrics.centroid import (
-                                             CENTROID_N_BOOT,
-                                             DEFAULT_N_COMPONENTS,
-                                             MIN_FLOOR_EPISODES,
-                                             centroid_distance,
-                                             centroid_distance_ci,
-                                             noise_floor,
-                                             noise_floor_halves,
-)
-from perception_gap.metrics.frechet import (
-                                             DIST_MAX_SAMPLES,
-                                             DIST_N_BOOT,
-                                             KID,
-                                             KID_SUBSET_SIZE,
-                                             KID_SUBSETS,
-                                             FrechetDistance,
-                                             frechet_distance,
-                                             frechet_distance_ci,
-                                             kid,
-                                             kid_ci,
-)
-from perception_gap.metrics.paired import pair_cosine_distances, paired_cosine
-from perception_gap.metrics.projection import MAX_FIT_ROWS, MAX_N_COMPONENTS, RANK_TOL
-from perception_gap.metrics.resampling import (
-                                             MIN_EPISODES,
-                                             N_BLOCKS,
-                                             block_ids,
-                                             cluster_counts,
-                                             cluster_labels,
-                                             episode_blocks,
-                                             grouped_folds,
-                                             resample_clusters,
-                                             resampling_labels,
-                                             resampling_units,
-)
-from perception_gap.metrics.results import CI, MMD, CentroidDistance, DomainAUC, NoiseFloor, PairedCosine
-from perception_gap.metrics.twosample import (
-                                             AUC_MAX_SAMPLES,
-                                             AUC_MAX_SAMPLES_LIMIT,
-                                             AUC_N_COMPONENTS,
-                                             MIN_PAIRS,
-                                             MMD_MAX_SAMPLES,
-                                             MMD_MAX_SAMPLES_LIMIT,
-                                             MMD_PERMUTATIONS,
-                                             domain_auc,
-                                             median_bandwidth,
-                                             mmd,
-)
-from perception_gap.metrics.validation import CHUNK_ROWS
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each public name and the submodule it lives in. The submodules load on first use (`__getattr__`):
+# the result classes (`metrics.results`) are read by code that needs no scikit-learn, such as
+# `perception_gap.schema`, and importing them must not load the metrics that fit models.
+_HOME = {
+    "BOOT_MAX_SAMPLES": "bootstrap", "N_BOOT": "bootstrap", "bootstrap_ci": "bootstrap", "centred_ci": "bootstrap",
+    "cluster_replicates": "bootstrap",
+    "CENTROID_N_BOOT": "centroid", "DEFAULT_N_COMPONENTS": "centroid", "MIN_FLOOR_EPISODES": "centroid",
+    "centroid_distance": "centroid", "centroid_distance_ci": "centroid", "noise_floor": "centroid",
+    "noise_floor_halves": "centroid",
+    "DIST_MAX_SAMPLES": "frechet", "DIST_N_BOOT": "frechet", "KID": "frechet", "KID_SUBSET_SIZE": "frechet",
+    "KID_SUBSETS": "frechet", "FrechetDistance": "frechet", "frechet_distance": "frechet",
+    "frechet_distance_ci": "frechet", "kid": "frechet", "kid_ci": "frechet",
+    "pair_cosine_distances": "paired", "paired_cosine": "paired",
+    "MAX_FIT_ROWS": "projection", "MAX_N_COMPONENTS": "projection", "RANK_TOL": "projection",
+    "MIN_EPISODES": "resampling", "N_BLOCKS": "resampling", "block_ids": "resampling",
+    "cluster_counts": "resampling", "cluster_labels": "resampling", "episode_blocks": "resampling",
+    "grouped_folds": "resampling", "resample_clusters": "resampling", "resampling_labels": "resampling",
+    "resampling_units": "resampling",
+    "CI": "results", "MMD": "results", "CentroidDistance": "results", "DomainAUC": "results",
+    "NoiseFloor": "results", "PairedCosine": "results",
+    "AUC_MAX_SAMPLES": "twosample", "AUC_MAX_SAMPLES_LIMIT": "twosample", "AUC_N_COMPONENTS": "twosample",
+    "MIN_PAIRS": "twosample", "MMD_MAX_SAMPLES": "twosample", "MMD_MAX_SAMPLES_LIMIT": "twosample",
+    "MMD_PERMUTATIONS": "twosample", "domain_auc": "twosample", "median_bandwidth": "twosample",
+    "mmd": "twosample",
+    "CHUNK_ROWS": "validation",
+}
+_SUBMODULES = frozenset(_HOME.values()) | {"settings"}
+
+if TYPE_CHECKING:  # the names as eager imports, for type checkers and editors
+    from perception_gap.metrics.bootstrap import BOOT_MAX_SAMPLES, N_BOOT, bootstrap_ci, centred_ci, cluster_replicates
+    from perception_gap.metrics.centroid import (
+        CENTROID_N_BOOT,
+        DEFAULT_N_COMPONENTS,
+        MIN_FLOOR_EPISODES,
+        centroid_distance,
+        centroid_distance_ci,
+        noise_floor,
+        noise_floor_halves,
+    )
+    from perception_gap.metrics.frechet import (
+        DIST_MAX_SAMPLES,
+        DIST_N_BOOT,
+        KID,
+        KID_SUBSET_SIZE,
+        KID_SUBSETS,
+        FrechetDistance,
+        frechet_distance,
+        frechet_distance_ci,
+        kid,
+        kid_ci,
+    )
+    from perception_gap.metrics.paired import pair_cosine_distances, paired_cosine
+    from perception_gap.metrics.projection import MAX_FIT_ROWS, MAX_N_COMPONENTS, RANK_TOL
+    from perception_gap.metrics.resampling import (
+        MIN_EPISODES,
+        N_BLOCKS,
+        block_ids,
+        cluster_counts,
+        cluster_labels,
+        episode_blocks,
+        grouped_folds,
+        resample_clusters,
+        resampling_labels,
+        resampling_units,
+    )
+    from perception_gap.metrics.results import CI, MMD, CentroidDistance, DomainAUC, NoiseFloor, PairedCosine
+    from perception_gap.metrics.twosample import (
+        AUC_MAX_SAMPLES,
+        AUC_MAX_SAMPLES_LIMIT,
+        AUC_N_COMPONENTS,
+        MIN_PAIRS,
+        MMD_MAX_SAMPLES,
+        MMD_MAX_SAMPLES_LIMIT,
+        MMD_PERMUTATIONS,
+        domain_auc,
+        median_bandwidth,
+        mmd,
+    )
+    from perception_gap.metrics.validation import CHUNK_ROWS
 
 __all__ = [
     "AUC_MAX_SAMPLES", "AUC_MAX_SAMPLES_LIMIT", "AUC_N_COMPONENTS", "BOOT_MAX_SAMPLES", "CENTROID_N_BOOT", "CHUNK_ROWS",
@@ -101,3 +133,18 @@ __all__ = [
     "DIST_MAX_SAMPLES", "DIST_N_BOOT", "KID", "KID_SUBSETS", "KID_SUBSET_SIZE", "FrechetDistance",
     "frechet_distance", "frechet_distance_ci", "kid", "kid_ci",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name (or a submodule) of the package, its submodule imported on first use."""
+    if name in _HOME:
+        value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

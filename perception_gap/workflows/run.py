@@ -8,7 +8,7 @@ returns the results.json structure (docs/contract.md) and stores every figure in
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -31,6 +31,7 @@ from perception_gap.metrics import (
     paired_cosine,
 )
 from perception_gap.metrics.settings import Resampling
+from perception_gap.outputs import as_results
 from perception_gap.pairing import pair_by_key
 from perception_gap.ranking import (
     EncoderScore,
@@ -44,6 +45,9 @@ from perception_gap.version import __version__
 from perception_gap.workflows.detection import detection_results
 from perception_gap.workflows.refusals import refusal_findings
 from perception_gap.workflows.stats import stats_job
+
+if TYPE_CHECKING:
+    from perception_gap.schema import Results
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
@@ -223,36 +227,39 @@ def _rank(entries: list[dict[str, Any]]) -> None:
         e["pareto_front"] = r.on_front if r else None
 
 
-def _result_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every figure as a (scope, name, value, ci) row for the catalog's `results` table."""
-    rows = []
-    for e in res["encoders"]:
-        ci = e.get("centroid_distance_norm_ci") or {}
-        scope = f"encoder:{e['name']}"
-        rows.append({"scope": scope, "name": "centroid_distance_norm", "value": e.get("centroid_distance_norm"),
-                     "ci_low": ci.get("low"), "ci_high": ci.get("high")})
-        for name, value in (("centroid_distance", e.get("centroid_distance")), ("noise_floor", e.get("noise_floor")),
-                            ("domain_auc", e.get("domain_auc")),
-                            ("paired_cosine_mean", (e.get("paired_cosine") or {}).get("mean")),
-                            ("mmd", (e.get("mmd") or {}).get("value")),
-                            ("mmd_p_value", (e.get("mmd") or {}).get("p_value")),
-                            ("frechet_distance", (e.get("frechet_distance") or {}).get("value")),
-                            ("kid", (e.get("kid") or {}).get("value")),
-                            ("probe_transfer_drop", (e.get("probe") or {}).get("transfer_drop")),
-                            ("probe_sim_to_real", (e.get("probe") or {}).get("sim_to_real")),
-                            ("rank", e.get("rank"))):
+def _result_rows(res: Results) -> list[dict[str, Any]]:
+    """Every figure as a (scope, name, value, ci) row for the catalog's `results` table, read from the
+    results as written (a number that is not finite is null there, and has no row)."""
+    rows: list[dict[str, Any]] = []
+    for e in res.encoders or []:
+        ci = e.centroid_distance_norm_ci
+        scope = f"encoder:{e.name}"
+        rows.append({"scope": scope, "name": "centroid_distance_norm", "value": e.centroid_distance_norm,
+                     "ci_low": ci.low if ci is not None else None, "ci_high": ci.high if ci is not None else None})
+        for name, value in (("centroid_distance", e.centroid_distance), ("noise_floor", e.noise_floor),
+                            ("domain_auc", e.domain_auc),
+                            ("paired_cosine_mean", e.paired_cosine.mean if e.paired_cosine is not None else None),
+                            ("mmd", e.mmd.value if e.mmd is not None else None),
+                            ("mmd_p_value", e.mmd.p_value if e.mmd is not None else None),
+                            ("frechet_distance", e.frechet_distance.value if e.frechet_distance is not None else None),
+                            ("kid", e.kid.value if e.kid is not None else None),
+                            ("probe_transfer_drop", e.probe.transfer_drop if e.probe is not None else None),
+                            ("probe_sim_to_real", e.probe.sim_to_real if e.probe is not None else None),
+                            ("rank", e.rank)):
             if value is not None:
                 rows.append({"scope": scope, "name": name, "value": float(value)})
-    fid = res.get("fid") or {}
-    for name, value, ci in (("fid", fid.get("value"), fid.get("ci")),
-                            ("kid", (fid.get("kid") or {}).get("value"), (fid.get("kid") or {}).get("ci"))):
-        if value is not None:
-            rows.append({"scope": "fid", "name": name, "value": float(value), "ci_low": (ci or {}).get("low"),
-                         "ci_high": (ci or {}).get("high")})
-    for f in res["findings"]:
-        rows.append({"scope": "finding", "name": f["code"], "value": f.get("score"), "detail": f})
+    fid = res.fid
+    if fid is not None:
+        fid_low, fid_high = (fid.ci.low, fid.ci.high) if fid.ci is not None else (None, None)
+        kid = fid.kid or {}  # free form: the KID of the reference implementation, its interval as a dict
+        kid_ci = kid.get("ci") or {}
+        for name, value, low, high in (("fid", fid.value, fid_low, fid_high),
+                                       ("kid", kid.get("value"), kid_ci.get("low"), kid_ci.get("high"))):
+            if value is not None:
+                rows.append({"scope": "fid", "name": name, "value": float(value), "ci_low": low, "ci_high": high})
+    for f in res.findings:
+        rows.append({"scope": "finding", "name": f.code, "value": f.score, "detail": f.to_dict()})
     return rows
-
 
 
 def _attribute(catalog: Catalog, sim: str, real: str, res: dict[str, Any], entries: list[dict[str, Any]],
@@ -347,5 +354,5 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | 
         encoders=entries,
         findings=[f.to_dict() for f in findings],
     )
-    res["run_id"] = catalog.record_run("run", res["config"], __version__, _result_rows(res))
+    res["run_id"] = catalog.record_run("run", res["config"], __version__, _result_rows(as_results(res)))
     return res
