@@ -132,6 +132,15 @@ class SetStats(Section):
     depth: dict[str, Any] | None = optional()
     action: dict[str, Any] | None = optional()
     proprio: dict[str, Any] | None = optional()
+    n_depth: int | None = optional()
+    modes: dict[str, Any] | None = optional()
+    channels: int | None = optional()
+    lin_mean: list[float | None] | None = optional()
+    grad_ratio: float | None = optional()
+    dup_frac: float | None = optional()
+    blockiness: float | None = optional()
+    nonfinite_frac: float | None = optional()
+    channel_hist: dict[str, Any] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -375,6 +384,9 @@ class Screen(Section):
     baseline: str | None = optional()
     worse_than_baseline: list[str] | None = optional()
     passed: bool | None = optional()
+    ci_level: float | None = optional()
+    n_scenes: int | None = optional()
+    skipped_views: dict[str, Any] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
