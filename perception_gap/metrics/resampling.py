@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.model_selection import StratifiedGroupKFold
 
 from perception_gap.errors import InputError, InsufficientData
 from perception_gap.metrics.validation import draw_seed, make_rng
@@ -185,6 +184,8 @@ def grouped_folds(groups: np.ndarray, labels: np.ndarray, *, n_splits: int = 5,
     k = min(n_splits, n_groups, smallest_class)
     if k < 2:
         raise InsufficientData(f"Expected at least 2 episodes (or blocks) for grouped folds, got {n_groups}.")
+    from sklearn.model_selection import StratifiedGroupKFold  # scikit-learn loads only where folds are drawn
+
     splitter = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=draw_seed(make_rng(random_state)))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*least populated class.*")
