@@ -22,7 +22,7 @@ from perception_gap.pairing import pair_by_key
 from perception_gap.statistics.summary import summarize_set
 from perception_gap.version import __version__
 from perception_gap.workflows import drift_gates as dr
-from perception_gap.workflows.common import check_sets
+from perception_gap.workflows.common import check_sets, encoder_identity
 from perception_gap.workflows.detection import boxes_from_rows
 from perception_gap.workflows.stats import compute_stats, load_set_records, set_info
 
@@ -190,8 +190,7 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
             label = cand.label
             mb, eb = catalog.load_embeddings(baseline, enc.fingerprint, sample.paths)
             mc, ec = catalog.load_embeddings(current, enc.fingerprint)
-            encoders_info.append({"name": label, "encoder": cand.name, "family": enc.family, "dim": enc.dim,
-                                  "fingerprint": enc.fingerprint, "preprocessing": enc.preprocessing.to_dict(),
+            encoders_info.append({**encoder_identity(enc, label=label, candidate=cand.name),
                                   "n_sim": len(mc), "n_real": len(mb)})
             e_b, e_c = [m["episode"] for m in mb], [m["episode"] for m in mc]
             # the embedding gate and the classifier's effect size read the same ratio: one PCA fit, not two

@@ -42,6 +42,7 @@ from perception_gap.ranking import (
     ranking_basis,
 )
 from perception_gap.version import __version__
+from perception_gap.workflows.common import encoder_identity
 from perception_gap.workflows.detection import detection_results
 from perception_gap.workflows.refusals import refusal_findings
 from perception_gap.workflows.stats import stats_job
@@ -120,9 +121,7 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
     meta_s, emb_s = catalog.load_embeddings(sim, encoder.fingerprint)
     meta_r, emb_r = catalog.load_embeddings(real, encoder.fingerprint)
     entry: dict[str, Any] = {
-        "name": encoder.name, "family": encoder.family, "dim": encoder.dim,
-        "fingerprint": encoder.fingerprint, "preprocessing": encoder.preprocessing.to_dict(),
-        "n_sim": len(meta_s), "n_real": len(meta_r),
+        **encoder_identity(encoder), "n_sim": len(meta_s), "n_real": len(meta_r),
         "centroid_distance": None, "centroid_distance_norm": None, "centroid_distance_norm_ci": None,
         "noise_floor": None, "noise_floor_method": None, "paired_cosine": None, "domain_auc": None,
         "mmd": None, "frechet_distance": None, "kid": None, "probe": None, "rank": None,

@@ -21,7 +21,7 @@ from perception_gap.metrics.settings import Resampling
 from perception_gap.statistics.summary import summarize_set
 from perception_gap.version import __version__
 from perception_gap.workflows import screening
-from perception_gap.workflows.common import check_sets
+from perception_gap.workflows.common import check_sets, encoder_identity
 from perception_gap.workflows.set_notes import role_findings, step_notes
 from perception_gap.workflows.stats import compute_stats, load_set_records, set_info
 
@@ -87,8 +87,7 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
                 meta, arr = catalog.load_embeddings(n, enc.fingerprint)
                 embs[n], k2[n], e2[n] = arr, [m["pair_key"] for m in meta], [m["episode"] for m in meta]
             view_inputs.append((cand.label, embs, k2, e2))
-            encoders_info.append({"name": cand.label, "encoder": cand.name, "family": enc.family, "dim": enc.dim, "fingerprint": enc.fingerprint,
-                                  "preprocessing": enc.preprocessing.to_dict()})
+            encoders_info.append(encoder_identity(enc, label=cand.label, candidate=cand.name))
     # one set of cluster draws for every view: the union of every view's scenes
     all_keys = {n: sorted(set().union(*(set(v[2][n]) for v in view_inputs))) for n in sims + [real]}
     key_ep = {n: {} for n in sims + [real]}
