@@ -75,6 +75,13 @@ class Section:
         except (TypeError, ValueError) as e:
             raise InputError(f"Expected a valid `{where}`: {e}") from None
 
+    @classmethod
+    def from_result(cls, result: Any, **more: Any) -> Any:
+        """The section from an engine result dataclass: the keys it declares, taken from the result's
+        `to_dict()` and from `more`, in declaration order (what the result holds beyond them stays out)."""
+        given = {**result.to_dict(), **more}
+        return cls.from_dict({k: given[k] for k in cls._fields() if k in given}, where=cls.__name__)
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: plain dicts, lists and values, keys in the order they were read."""
         return {k: self._value(k) for k in self._key_order()}

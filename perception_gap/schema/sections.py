@@ -245,10 +245,10 @@ class KIDEntry(Section):
 class ProbeEntry(Section):
     """`probe`: R^2 of ridge probes sim->sim, real->real and held-out sim->real, and the transfer drop."""
 
+    target: str | None = optional()
     sim_to_sim: float | None
     real_to_real: float | None
     sim_to_real: float | None
-    target: str | None = optional()
     transfer_drop: float | None = optional()
     transfer_drop_ci: BootstrapCI | None = optional()
     r2_below_floor: dict[str, Any] | None = optional()

@@ -21,6 +21,7 @@ from perception_gap.errors import InsufficientData
 from perception_gap.metrics import frechet_distance_ci, kid_ci
 from perception_gap.metrics.settings import Resampling
 from perception_gap.pairing import pair_by_key
+from perception_gap.schema.sections import FrechetEntry, KIDEntry
 
 FID_PREFIX = "fid-inception:"
 IMPLEMENTATION = ("pytorch-fid FID Inception v3 (TF-ported weights, FID blocks): 2048-d final average pool; "
@@ -68,7 +69,5 @@ def fid_section(catalog: Catalog, sim: str, real: str, encoder: Any, *, groups: 
     except InsufficientData as e:
         out["insufficient"] = str(e)
         return out
-    out.update(value=fd.value, ci=fd.ci.to_dict() if fd.ci else None, mean_term=fd.mean_term,
-               kid={"value": kd.value, "ci": kd.ci.to_dict() if kd.ci else None, "std": kd.std,
-                    "n_subsets": kd.n_subsets, "subset_size": kd.subset_size})
+    out.update(FrechetEntry.from_result(fd).to_dict(), kid=KIDEntry.from_result(kd).to_dict())
     return out

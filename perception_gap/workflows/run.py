@@ -41,6 +41,7 @@ from perception_gap.ranking import (
     rank_encoders,
     ranking_basis,
 )
+from perception_gap.schema.sections import FrechetEntry, KIDEntry, MMDEntry, ProbeEntry
 from perception_gap.version import __version__
 from perception_gap.workflows.common import encoder_identity
 from perception_gap.workflows.detection import detection_results
@@ -170,18 +171,15 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
     entry["domain_auc"] = auc.value if auc is not None else None
     mm = _try(insufficient, "MMD", lambda: mmd(emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r,
                                                         random_state=random_state, pairs=pairs))
-    entry["mmd"] = {"value": mm.value, "p_value": mm.p_value, "bandwidth": mm.bandwidth,
-                    "n_permutations": mm.n_permutations, "permutation": mm.permutation} if mm is not None else None
+    entry["mmd"] = MMDEntry.from_result(mm).to_dict() if mm is not None else None
     fd = _try(insufficient, "Frechet distance", lambda: frechet_distance_ci(
         emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs,
         n_boot=resampling.n("distance"), ci=resampling.ci()))
-    entry["frechet_distance"] = ({"value": fd.value, "ci": fd.ci.to_dict() if fd.ci else None, "mean_term": fd.mean_term}
-                                 if fd is not None else None)
+    entry["frechet_distance"] = FrechetEntry.from_result(fd).to_dict() if fd is not None else None
     kd = _try(insufficient, "KID", lambda: kid_ci(
         emb_s, emb_r, episodes_sim=grp_s, episodes_real=grp_r, random_state=random_state, pairs=pairs,
         n_boot=resampling.n("distance"), ci=resampling.ci()))
-    entry["kid"] = ({"value": kd.value, "ci": kd.ci.to_dict() if kd.ci else None, "std": kd.std,
-                     "n_subsets": kd.n_subsets, "subset_size": kd.subset_size} if kd is not None else None)
+    entry["kid"] = KIDEntry.from_result(kd).to_dict() if kd is not None else None
     y_s, key_s = _targets(meta_s)
     y_r, key_r = _targets(meta_r)
     if y_s is not None and y_r is not None and key_s == key_r and y_s.shape[1] == y_r.shape[1]:
@@ -190,13 +188,8 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
                                                                pairs=pairs, n_boot=resampling.n("probe"),
                                                                ci=resampling.ci()))
         if pr is not None:
-            d = pr.to_dict()
-            entry["probe"] = {"target": key_s, **{k: d[k] for k in (
-                                  "sim_to_sim", "real_to_real", "sim_to_real", "transfer_drop", "transfer_drop_ci",
-                                  "r2_below_floor", "r2_display_floor", "protocol", "n_shared_groups", "n_targets")},
-                              "per_dim": {"sim_to_sim": list(pr.sim_to_sim.r2_per_dim),
-                                          "real_to_real": list(pr.real_to_real.r2_per_dim),
-                                          "sim_to_real": list(pr.sim_to_real.r2_per_dim)}}
+            per_dim = {k: list(getattr(pr, k).r2_per_dim) for k in probes.SCORES}
+            entry["probe"] = ProbeEntry.from_result(pr, target=key_s, per_dim=per_dim).to_dict()
     else:
         insufficient["probe"] = "no actions or proprio of one length on every frame of both sets"
     return entry
