@@ -13,7 +13,9 @@ from typing import Any, Sequence
 
 from markupsafe import Markup
 
+from perception_gap.reports.reading import entries
 from perception_gap.reports.safe_text import neutralize
+from perception_gap.schema import EncoderEntry, ScreenRank
 from perception_gap.wording import finite
 
 DPI = 80
@@ -72,27 +74,33 @@ def _png(fig) -> Markup:
     return Markup("data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
 
 
-def gap_bars(encoders: Sequence[dict[str, Any]]) -> Markup | None:
-    """Bars of the normalized centroid distance with CI whiskers and each noise floor as a tick."""
-    rows = [e for e in encoders[:MAX_BARS] if finite(e.get("centroid_distance_norm"))]
+def _name(e: EncoderEntry) -> Any:
+    return "?" if e.name is None else e.name
+
+
+def gap_bars(encoders: Sequence[EncoderEntry | dict[str, Any]]) -> Markup | None:
+    """Bars of the normalized centroid distance with CI whiskers and each noise floor as a tick
+    (`encoders`: the typed entries or their JSON form)."""
+    rows = [e for e in entries(EncoderEntry, list(encoders[:MAX_BARS])) if finite(e.centroid_distance_norm)]
     if not rows:
         return None
     fig = _figure(max(4.0, 0.6 * len(rows) + 2), 3.6)
     ax = fig.add_subplot()
     xs = list(range(len(rows)))
-    vals = [float(e["centroid_distance_norm"]) for e in rows]
+    vals = [float(e.centroid_distance_norm) for e in rows]  # type: ignore[arg-type]
     lo, hi = [], []
     for e, v in zip(rows, vals):
-        c = e.get("centroid_distance_norm_ci") or {}
-        lo.append(max(0.0, v - c["low"]) if finite(c.get("low")) else 0.0)
-        hi.append(max(0.0, c["high"] - v) if finite(c.get("high")) else 0.0)
+        c = e.centroid_distance_norm_ci
+        low, high = (c.low, c.high) if c is not None else (None, None)
+        lo.append(max(0.0, v - low) if finite(low) else 0.0)
+        hi.append(max(0.0, high - v) if finite(high) else 0.0)
     ax.bar(xs, vals, color="#5b8def", yerr=[lo, hi], capsize=4, label="centroid distance (norm.)")
-    floors = [(i, float(e["noise_floor"])) for i, e in enumerate(rows) if finite(e.get("noise_floor"))]
+    floors = [(i, float(e.noise_floor)) for i, e in enumerate(rows) if finite(e.noise_floor)]  # type: ignore[arg-type]
     if floors:
         ax.scatter([i for i, _ in floors], [f for _, f in floors], marker="_", s=500, color="#c0392b",
                    zorder=3, label="noise floor (real vs real)")
     ax.set_xticks(xs)
-    ax.set_xticklabels([_label(e.get("name", "?")) for e in rows], rotation=30, ha="right", fontsize=8)
+    ax.set_xticklabels([_label(_name(e)) for e in rows], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("normalized centroid distance")
     ax.set_title("Encoders: gap with CI and noise floor", fontsize=10)
     legend_beside(ax, 8)
@@ -174,21 +182,21 @@ PCA_PANELS = 30  # encoders drawn in the PCA panels, family by family
 PCA_COLUMNS = 5
 
 
-def by_family(encoders: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+def by_family(encoders: Sequence[EncoderEntry]) -> list[tuple[str, list[EncoderEntry]]]:
     """Encoders grouped by their `family`, families in order of first appearance, each keeping the
     order given (results order: best ranked first)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[EncoderEntry]] = {}
     for e in encoders:
-        groups.setdefault(str(e.get("family") or "other"), []).append(e)
+        groups.setdefault(str(e.family or "other"), []).append(e)
     return list(groups.items())
 
 
-def pca_scatter(encoders: Sequence[dict[str, Any]], names: tuple[str, str],
+def pca_scatter(encoders: Sequence[EncoderEntry | dict[str, Any]], names: tuple[str, str],
                 colours: dict[str, str] | None = None) -> Markup | None:
     """2-D PCA scatter of sim vs real per encoder, from the points listed in results; each axis
     states the share of variance its component explains when results hold it. Up to `PCA_PANELS`
     panels, `PCA_COLUMNS` a row; with several families each family gets its own rows under its name."""
-    encs = [e for e in encoders if isinstance(e.get("pca_2d"), dict)][:PCA_PANELS]
+    encs = [e for e in entries(EncoderEntry, list(encoders)) if isinstance(e.pca_2d, dict)][:PCA_PANELS]
     if not encs:
         return None
     groups = by_family(encs)
@@ -204,16 +212,17 @@ def pca_scatter(encoders: Sequence[dict[str, Any]], names: tuple[str, str],
         for k, e in enumerate(members):
             ax = area.add_subplot(n_rows, cols, k + 1)
             first = first or ax
+            pca = e.pca_2d or {}  # free form: `sim`, `real` points and `explained_variance`
             for j, (side, label) in enumerate((("sim", names[0]), ("real", names[1]))):
-                pts = [p for p in e["pca_2d"].get(side) or [] if isinstance(p, (list, tuple)) and len(p) == 2]
+                pts = [p for p in pca.get(side) or [] if isinstance(p, (list, tuple)) and len(p) == 2]
                 if pts:
                     xs, ys = zip(*pts)
                     ax.scatter(xs, ys, s=6, alpha=0.6, c=_colour(colours, label, 1 - j), label=_label(label, 20))
-            ev = e["pca_2d"].get("explained_variance") or []
+            ev = pca.get("explained_variance") or []
             for axis, i in ((ax.set_xlabel, 0), (ax.set_ylabel, 1)):
                 share = f" ({100 * ev[i]:.0f}% of variance)" if len(ev) > i and finite(ev[i]) else ""
                 axis(f"PC{i + 1}{share}", fontsize=8)
-            ax.set_title(_label(e.get("name"), 28), fontsize=9)
+            ax.set_title(_label(e.name, 28), fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
     legend_below(fig, first)
@@ -221,34 +230,41 @@ def pca_scatter(encoders: Sequence[dict[str, Any]], names: tuple[str, str],
     return _png(fig)
 
 
-def cosine_histograms(encoders: Sequence[dict[str, Any]]) -> Markup | None:
+def _histogram(e: EncoderEntry) -> dict[str, list[Any]] | None:
+    """The entry's paired-cosine histogram when its `edges` bound its `counts`, else None."""
+    h = e.paired_cosine.histogram if e.paired_cosine is not None else None
+    if not isinstance(h, dict) or len(h.get("edges") or []) != len(h.get("counts") or []) + 1:
+        return None
+    return h
+
+
+def cosine_histograms(encoders: Sequence[EncoderEntry | dict[str, Any]]) -> Markup | None:
     """Histogram of paired cosine distances per encoder on one shared x-scale, each panel with its
     shuffled-pair mean (the no-correspondence reference); CLIP thresholds only on CLIP panels."""
-    encs = [e for e in encoders if isinstance((e.get("paired_cosine") or {}).get("histogram"), dict)
-            and len(e["paired_cosine"]["histogram"].get("edges") or []) == len(e["paired_cosine"]["histogram"].get("counts") or []) + 1][:6]
+    encs = [(e, e.paired_cosine, h) for e in entries(EncoderEntry, list(encoders))
+            if (h := _histogram(e)) is not None][:6]
     if not encs:
         return None
-    right = max([float(x) for e in encs for x in e["paired_cosine"]["histogram"]["edges"] if finite(x)]
-                + [float(e["paired_cosine"]["shuffled_mean"]) for e in encs if finite(e["paired_cosine"].get("shuffled_mean"))]
+    right = max([float(x) for _, _, h in encs for x in h["edges"] if finite(x)]
+                + [float(pc.shuffled_mean) for _, pc, _ in encs if finite(pc.shuffled_mean)]
                 + [0.0])
-    any_clip = any(e.get("family") == "clip" for e in encs)
+    any_clip = any(e.family == "clip" for e, _, _ in encs)
     from matplotlib.ticker import MaxNLocator
 
     fig = _figure(3.2 * len(encs), 2.8)
     first = None
-    for k, e in enumerate(encs):
-        pc = e["paired_cosine"]
-        edges, counts = pc["histogram"]["edges"], pc["histogram"]["counts"]
+    for k, (e, pc, h) in enumerate(encs):
+        edges, counts = h["edges"], h["counts"]
         ax = fig.add_subplot(1, len(encs), k + 1, sharex=first)
         first = first or ax
         ax.bar(edges[:-1], counts, width=[b - a for a, b in zip(edges[:-1], edges[1:])], align="edge",
                color=PALETTE[0], label="matched pairs")
-        if finite(pc.get("shuffled_mean")):
-            ax.axvline(pc["shuffled_mean"], color="#000000", lw=1.2, ls="-.", label="shuffled pairs (mean)")
-        if e.get("family") == "clip":
+        if finite(pc.shuffled_mean):
+            ax.axvline(pc.shuffled_mean, color="#000000", lw=1.2, ls="-.", label="shuffled pairs (mean)")
+        if e.family == "clip":
             for t, c in ((0.20, "#009E73"), (0.25, "#E69F00"), (0.30, "#D55E00")):
                 ax.axvline(t, color=c, lw=1, ls="--")
-        ax.set_title(_label(e.get("name"), 28), fontsize=9)
+        ax.set_title(_label(e.name, 28), fontsize=9)
         ax.set_xlabel("cosine distance 1 − cos (unitless)", fontsize=8)
         ax.xaxis.set_major_locator(MaxNLocator(4))
         if k == 0:
@@ -351,8 +367,8 @@ def depth_histograms(depths: dict[str, dict[str, Any]], domains: dict[str, str],
 def screen_distances(ranking: Sequence[Any], views: Sequence[str],
                      colours: dict[str, str] | None = None) -> Markup | None:
     """Distance to real per view (points with CI bars), one row per rendering, closest on top; each
-    rendering in its set colour, each view its own marker."""
-    rows = [r for r in ranking if isinstance(r, dict) and isinstance(r.get("per_view"), dict)][:12]
+    rendering in its set colour, each view its own marker (`ranking`: `ScreenRank`s or their JSON form)."""
+    rows = [r for r in entries(ScreenRank, list(ranking)) if isinstance(r.per_view, dict)][:12]
     views = list(views)[:8]
     if not rows or not views:
         return None
@@ -361,11 +377,11 @@ def screen_distances(ranking: Sequence[Any], views: Sequence[str],
     markers = "osD^vP*X"
     for j, v in enumerate(views):
         for i, r in enumerate(rows):
-            cell = r["per_view"].get(v) or {}
+            cell = (r.per_view or {}).get(v) or {}  # free form: `distance` and its `ci`
             x, c = cell.get("distance"), cell.get("ci") or {}
             if not finite(x):
                 continue
-            colour = _colour(colours, str(r.get("set")), i + 1)
+            colour = _colour(colours, str(r.set), i + 1)
             y = len(rows) - 1 - i + (j - (len(views) - 1) / 2) * 0.12
             lo, hi = c.get("low"), c.get("high")
             if finite(lo) and finite(hi):
@@ -373,7 +389,7 @@ def screen_distances(ranking: Sequence[Any], views: Sequence[str],
             ax.plot([x], [y], markers[j % len(markers)], ms=4, color=colour, mfc="white" if j else colour,
                     label=_label(f"view {v}", 28) if i == 0 else None)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([_label(r.get("set"), 28) for r in reversed(rows)], fontsize=8)
+    ax.set_yticklabels([_label(r.set, 28) for r in reversed(rows)], fontsize=8)
     ax.set_xlabel("normalized centroid distance to real (unitless, shared projection)", fontsize=8)
     ax.set_title("Distance to real per view, with bootstrap CIs (marker = view)", fontsize=10)
     legend_beside(ax)

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from markupsafe import Markup
 
 from perception_gap.reports.format import R2_WORDS
 from perception_gap.reports.plots import MAX_BARS, _figure, _label
+from perception_gap.reports.reading import entries
+from perception_gap.schema import EncoderEntry
 from perception_gap.wording import finite
 
 R2_FLOOR = -1.0
@@ -113,13 +115,16 @@ def _place(disp: list[tuple[float, float]], texts: list[str], scale: float,
     return out
 
 
-def family_colours(encoders: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """A colour per family, in order of first appearance."""
-    fams = dict.fromkeys(str(e.get("family") or "other") for e in encoders)
-    return {f: FAMILY_COLOURS[i % len(FAMILY_COLOURS)] for i, f in enumerate(fams)}
+def family_colours(encoders: Sequence[EncoderEntry | dict[str, Any]]) -> dict[str, str]:
+    """A colour per family, in order of first appearance (`encoders`: the typed entries or their JSON form)."""
+    return _colours(str(e.family or "other") for e in entries(EncoderEntry, list(encoders)))
 
 
-def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
+def _colours(families: Iterable[str]) -> dict[str, str]:
+    return {f: FAMILY_COLOURS[i % len(FAMILY_COLOURS)] for i, f in enumerate(dict.fromkeys(families))}
+
+
+def gap_vs_probe(encoders: Sequence[EncoderEntry | dict[str, Any]]) -> Markup | None:
     """Scatter of gap above the noise floor (x) against the sim->real probe R² (y), coloured by
     family, Pareto front starred, as an SVG data URI. Point i carries the SVG id `pt-i`, its label
     `label-i`, its leader line (if any) `leader-i` and its line of the key (numbered mode) `key-i`
@@ -127,18 +132,18 @@ def gap_vs_probe(encoders: Sequence[dict[str, Any]]) -> Markup | None:
     import matplotlib
 
     pts = []
-    for n, e in enumerate(encoders[:MAX_BARS], 1):
-        x = e.get("gap_above_floor")
+    for n, e in enumerate(entries(EncoderEntry, list(encoders[:MAX_BARS])), 1):
+        x = e.gap_above_floor
         if not finite(x):
-            x = e.get("centroid_distance_norm")
-        y = (e.get("probe") or {}).get("sim_to_real")
+            x = e.centroid_distance_norm
+        y = e.probe.sim_to_real if e.probe is not None else None
         if finite(x) and finite(y):
-            pts.append((float(x), float(y), bool(e.get("pareto_front")), str(e.get("name", "?")),
-                        str(e.get("family") or "other"), n))
+            pts.append((float(x), float(y), bool(e.pareto_front), "?" if e.name is None else str(e.name),  # type: ignore[arg-type]
+                        str(e.family or "other"), n))
     if not pts:
         return None
     numbered = len(encoders) > NAMED_MAX  # as the ranking table decides to show the numbers
-    colours = family_colours([{"family": p[4]} for p in pts])
+    colours = _colours(p[4] for p in pts)
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(pts):
         groups.setdefault(p[4], []).append(i)
