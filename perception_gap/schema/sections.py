@@ -155,6 +155,15 @@ class MapSide(Section):
 
 
 @dataclasses.dataclass(**_FROZEN)
+class MapsPaired(Section):
+    """`maps.paired`: the mean signed and absolute sim - real difference maps (size x size) over the pairs."""
+
+    n_pairs: int | None = optional()
+    mean_signed_diff: list[Any] | None = optional()
+    mean_abs_diff: list[Any] | None = optional()
+
+
+@dataclasses.dataclass(**_FROZEN)
 class Maps(Section):
     """`maps`: the mean luma maps of both sides and their paired difference (linear light)."""
 
@@ -162,7 +171,7 @@ class Maps(Section):
     ring_edges: list[Any]
     sim: MapSide | None
     real: MapSide | None
-    paired: dict[str, Any] | None
+    paired: MapsPaired | None
     orientation_applied: Any = optional()
 
 
@@ -274,12 +283,20 @@ class AttributionFactor(Section):
 
 
 @dataclasses.dataclass(**_FROZEN)
+class AttributionTotal(Section):
+    """`attribution.all` / `attribution.residual`: a share of the gap above the floor and its interval."""
+
+    share: float | None = optional()
+    ci: list[float | None] | None = optional()
+
+
+@dataclasses.dataclass(**_FROZEN)
 class Attribution(Section):
     """`encoders[i].attribution`: what share of the gap above the floor the camera factors close."""
 
     factors: list[AttributionFactor] = dataclasses.field(default_factory=list)
-    all: dict[str, Any] | None = optional()
-    residual: dict[str, Any] | None = optional()
+    all: AttributionTotal | None = optional()
+    residual: AttributionTotal | None = optional()
     n_pairs: int | None = optional()
     basis: str | None = optional()
     metric: str | None = optional()
@@ -289,6 +306,7 @@ class Attribution(Section):
     gap_ci: list[float | None] | None = optional()
     clear_gap: bool | None = optional()
     note: str | None = optional()
+    n_counterfactual: int | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -426,6 +444,8 @@ class Rollouts(Section):
     confidence: float | None = optional()
     ci_method: str | None = optional()
     skipped: list[dict[str, Any]] | None = optional()
+    failure_modes: dict[str, dict[str, Any]] | None = optional()
+    episode_lengths: dict[str, dict[str, Any]] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -456,6 +476,7 @@ class Latency(Section):
     jitter_ms: float | None = optional()
     e2e_jitter_ms: float | None = optional()
     skipped: list[dict[str, Any]] | None = optional()
+    end_to_end_sample: list[float | None] | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -469,6 +490,21 @@ class PolicyCheck(Section):
 
 
 @dataclasses.dataclass(**_FROZEN)
+class ReplayEpisode(Section):
+    """One episode of `replay.episodes`: its errors per step, their means, divergence onset and cause."""
+
+    episode: Any = optional()
+    steps: list[Any] | None = optional()
+    translation_error: list[float | None] | None = optional()
+    rotation_error_deg: list[float | None] | None = optional()
+    translation_mean: float | None = optional()
+    rotation_mean_deg: float | None = optional()
+    divergence_step: int | None = optional()
+    first_contact_step: int | None = optional()
+    cause: str | None = optional()
+
+
+@dataclasses.dataclass(**_FROZEN)
 class Replay(Section):
     """`replay`: logged real vs open-loop sim end-effector trajectories, errors per step."""
 
@@ -478,7 +514,27 @@ class Replay(Section):
     gate: GateEntry | None = optional()
     steps: list[Any] | None = optional()
     n_unmatched: int | None = optional()
-    episodes: list[dict[str, Any]] | None = optional()
+    episodes: list[ReplayEpisode] | None = optional()
+
+
+@dataclasses.dataclass(**_FROZEN)
+class ReprojectionGrid(Section):
+    """`reprojection.grid`: the workspace grid's points (m, robot base frame) and the error at each (px)."""
+
+    points: list[list[float]] | None = optional()
+    error_px: list[float | None] | None = optional()
+    min: list[float] | None = optional()
+    max: list[float] | None = optional()
+    step: float | None = optional()
+
+
+@dataclasses.dataclass(**_FROZEN)
+class KnownPoints(Section):
+    """`reprojection.points`: the known 3D points with their real pixels, and each camera model's RMS error."""
+
+    n: int | None = optional()
+    real_rms_px: float | None = optional()
+    sim_rms_px: float | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
@@ -488,10 +544,10 @@ class Reprojection(Section):
     mean: float | None
     max: float | None
     slope_px_per_m: float | None
-    grid: dict[str, Any]
+    grid: ReprojectionGrid
     camera_fit: dict[str, Any] | None = optional()
     coverage: dict[str, Any] | None = optional()
-    points: dict[str, Any] | None = optional()
+    points: KnownPoints | None = optional()
     gate: GateEntry | None = optional()
     median: float | None = optional()
     structured: bool | None = optional()
@@ -499,3 +555,6 @@ class Reprojection(Section):
     n_valid: int | None = optional()
     n_behind: int | None = optional()
     n_outside: int | None = optional()
+    centre: list[float] | None = optional()
+    intercept_px: float | None = optional()
+    growth_px: float | None = optional()
