@@ -487,6 +487,7 @@ class PolicyCheck(Section):
     n_pairs: int
     gate: GateEntry | None = optional()
     skipped: list[Any] | None = optional()
+    policy: str | None = optional()
 
 
 @dataclasses.dataclass(**_FROZEN)
