@@ -4,7 +4,9 @@ are not UTF-8...) beside frames that are odd but good, and set-level faults (man
 unknown sets, catalogs, COCO files, one-frame and constant sets, depth). Each is a recorded skip
 with its reason or a one-line error (exit 2), never a traceback, and every good frame is kept.
 
-Every command runs as a subprocess of `python cli.py`, exactly as a user runs it.
+The file-level corpus goes through subprocesses of `python cli.py`, exactly as a user runs it.
+The set-level cases run the same command lines in this process (tests/in_process.py: exit code,
+stdout and stderr as a user sees them, logged warnings included).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from perception_gap.cli import main
 from tests.cli_process import clean, cli, frames_dir, good_frame, one_line_error, write_manifest
+from tests.in_process import here
 
 
 def _png_chunk(kind: bytes, body: bytes) -> bytes:
@@ -132,9 +136,9 @@ def corpus_run(tmp_path_factory):
     bad, good = bad_corpus(tmp / "sim")
     _real_set(tmp / "real")
     db = tmp / "c.duckdb"
+    assert main(["index", str(tmp / "real"), "--set", "real", "--domain", "real", "--db", str(db), "-q"]) == 0
     steps = {
         "index_sim": cli("index", tmp / "sim", "--set", "sim", "--domain", "sim", "--db", db),
-        "index_real": cli("index", tmp / "real", "--set", "real", "--domain", "real", "--db", db, "-q"),
         "stats": cli("stats", "--sim", "sim", "--real", "real", "--db", db, "--json", tmp / "stats.json", "-q"),
         "run": cli("run", "--sim", "sim", "--real", "real", "--db", db, "--encoders", "pixel,efficientnet-lite0",
                    "--out", tmp / "out", "-q"),
@@ -203,17 +207,17 @@ def test_corpus_skips_reach_the_report(corpus_run):
 
 # -- set-level bad input: each a clear one-line error (exit 2) or a recorded skip ----------------------------
 
-def test_bad_manifest_missing_columns(tmp_path):
+def test_bad_manifest_missing_columns(tmp_path, capfd):
     frames_dir(tmp_path / "a", 2)
     m = write_manifest(tmp_path / "m.jsonl", [{"set": "s", "rgb": "a/f0.png", "pair_key": "0"}])
-    one_line_error(cli("index", "--manifest", m, "--db", tmp_path / "c.duckdb"), "missing required column", "domain")
+    one_line_error(here(capfd, "index", "--manifest", m, "--db", tmp_path / "c.duckdb"), "missing required column", "domain")
 
 
-def test_bad_manifest_extra_columns_are_named_and_ignored(tmp_path):
+def test_bad_manifest_extra_columns_are_named_and_ignored(tmp_path, capfd):
     frames_dir(tmp_path / "a", 2)
     m = write_manifest(tmp_path / "m.jsonl", [{"set": "s", "domain": "sim", "rgb": f"a/f{i}.png", "pair_key": str(i),
                                            "dpeth": "typo.png", "action_0": 0.5} for i in range(2)])
-    p = cli("index", "--manifest", m, "--db", tmp_path / "c.duckdb")
+    p = here(capfd, "index", "--manifest", m, "--db", tmp_path / "c.duckdb")
     clean(p)
     assert p.returncode == 0
     warn = [ln for ln in p.stderr.splitlines() if "ignored column" in ln]
@@ -221,11 +225,11 @@ def test_bad_manifest_extra_columns_are_named_and_ignored(tmp_path):
     assert "2 usable" in p.stdout
 
 
-def test_bad_duplicate_pair_keys_keep_the_first(tmp_path):
+def test_bad_duplicate_pair_keys_keep_the_first(tmp_path, capfd):
     frames_dir(tmp_path / "a", 3)
     m = write_manifest(tmp_path / "m.jsonl", [{"set": "s", "domain": "sim", "rgb": f"a/f{i}.png", "pair_key": "same"}
                                           for i in range(3)])
-    p = cli("index", "--manifest", m, "--db", tmp_path / "c.duckdb")
+    p = here(capfd, "index", "--manifest", m, "--db", tmp_path / "c.duckdb")
     clean(p)
     assert p.returncode == 0 and "1 usable, 2 skipped" in p.stdout
     # the two skips share their reason: one grouped line with the count and both files
@@ -233,35 +237,35 @@ def test_bad_duplicate_pair_keys_keep_the_first(tmp_path):
     assert len(lines) == 1 and "skipped 2 frames" in lines[0] and "f1.png, f2.png" in lines[0], p.stdout
 
 
-def test_bad_empty_set_and_unknown_set(tmp_path):
+def test_bad_empty_set_and_unknown_set(tmp_path, capfd):
     (tmp_path / "empty").mkdir()
-    one_line_error(cli("index", tmp_path / "empty", "--set", "e", "--domain", "sim", "--db", tmp_path / "c.duckdb"),
+    one_line_error(here(capfd, "index", tmp_path / "empty", "--set", "e", "--domain", "sim", "--db", tmp_path / "c.duckdb"),
                     "no usable frame")
     only_bad = tmp_path / "only_bad"
     only_bad.mkdir()
     (only_bad / "x.png").write_bytes(b"")
-    one_line_error(cli("index", only_bad, "--set", "b", "--domain", "sim", "--db", tmp_path / "c.duckdb"),
+    one_line_error(here(capfd, "index", only_bad, "--set", "b", "--domain", "sim", "--db", tmp_path / "c.duckdb"),
                     "no usable frame", "1 skipped")
-    one_line_error(cli("stats", "--sim", "nope", "--real", "e", "--db", tmp_path / "c.duckdb"), "nope")
-    one_line_error(cli("index", tmp_path / "does_not_exist", "--set", "x", "--domain", "sim",
+    one_line_error(here(capfd, "stats", "--sim", "nope", "--real", "e", "--db", tmp_path / "c.duckdb"), "nope")
+    one_line_error(here(capfd, "index", tmp_path / "does_not_exist", "--set", "x", "--domain", "sim",
                         "--db", tmp_path / "c.duckdb"), "does_not_exist")
 
 
-def test_bad_catalog_file(tmp_path):
+def test_bad_catalog_file(tmp_path, capfd):
     (tmp_path / "text.duckdb").write_text("not a database")
     frames_dir(tmp_path / "a", 1)
-    one_line_error(cli("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", tmp_path / "text.duckdb"),
+    one_line_error(here(capfd, "index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", tmp_path / "text.duckdb"),
                     "catalog")
 
 
-def test_bad_coco_malformed_and_boxes_outside_the_image(tmp_path):
+def test_bad_coco_malformed_and_boxes_outside_the_image(tmp_path, capfd):
     frames_dir(tmp_path / "a", 2)
     db = tmp_path / "c.duckdb"
-    assert cli("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db, "-q").returncode == 0
+    assert here(capfd, "index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db, "-q").returncode == 0
     (tmp_path / "broken.json").write_text('{"images": [{"id": 1, "file_name": "f0.png"}], "annotations": [')
-    one_line_error(cli("index", "--coco", tmp_path / "broken.json", "--set", "s", "--source", "gt", "--db", db), "json")
+    one_line_error(here(capfd, "index", "--coco", tmp_path / "broken.json", "--set", "s", "--source", "gt", "--db", db), "json")
     (tmp_path / "shape.json").write_text(json.dumps({"images": "nope", "annotations": 3}))
-    one_line_error(cli("index", "--coco", tmp_path / "shape.json", "--set", "s", "--source", "gt", "--db", db))
+    one_line_error(here(capfd, "index", "--coco", tmp_path / "shape.json", "--set", "s", "--source", "gt", "--db", db))
     coco = {"images": [{"id": 1, "file_name": "f0.png", "width": 64, "height": 48},
                        {"id": 2, "file_name": "f1.png", "width": 64, "height": 48}],
             "categories": [{"id": 1, "name": "cube"}],
@@ -269,7 +273,7 @@ def test_bad_coco_malformed_and_boxes_outside_the_image(tmp_path):
                             {"id": 2, "image_id": 2, "category_id": 1, "bbox": [500, 400, 10, 10]},    # wholly out
                             {"id": 3, "image_id": 2, "category_id": 1, "bbox": [5, 5, 10, 10]}]}
     (tmp_path / "gt.json").write_text(json.dumps(coco))
-    p = cli("index", "--coco", tmp_path / "gt.json", "--set", "s", "--source", "gt", "--db", db)
+    p = here(capfd, "index", "--coco", tmp_path / "gt.json", "--set", "s", "--source", "gt", "--db", db)
     clean(p)
     assert p.returncode == 0, p.stderr
     assert "clipped 1" in p.stdout.replace(":", "") or "1 clipped" in p.stdout, p.stdout
@@ -280,15 +284,15 @@ def test_bad_coco_malformed_and_boxes_outside_the_image(tmp_path):
     assert boxes == [(5.0, 5.0, 10.0, 10.0), (50.0, 40.0, 14.0, 8.0)]
 
 
-def test_bad_single_frame_and_constant_images_run_to_the_end(tmp_path):
+def test_bad_single_frame_and_constant_images_run_to_the_end(tmp_path, capfd):
     """A one-frame set and sets of constant frames: `run` completes, says what it could not measure,
     and writes no NaN (results.json is strict JSON)."""
     db = tmp_path / "c.duckdb"
     for name, dom in (("one_sim", "sim"), ("one_real", "real")):
         (tmp_path / name).mkdir()
         Image.fromarray(good_frame(0)).save(tmp_path / name / "k.png")
-        assert cli("index", tmp_path / name, "--set", name, "--domain", dom, "--db", db, "-q").returncode == 0
-    p = cli("run", "--sim", "one_sim", "--real", "one_real", "--encoders", "pixel", "--out", tmp_path / "o1", "--db", db)
+        assert here(capfd, "index", tmp_path / name, "--set", name, "--domain", dom, "--db", db, "-q").returncode == 0
+    p = here(capfd, "run", "--sim", "one_sim", "--real", "one_real", "--encoders", "pixel", "--out", tmp_path / "o1", "--db", db)
     clean(p)
     assert p.returncode == 0, p.stderr
     res = json.loads((tmp_path / "o1" / "results.json").read_text())
@@ -297,14 +301,14 @@ def test_bad_single_frame_and_constant_images_run_to_the_end(tmp_path):
         (tmp_path / name).mkdir()
         for i in range(6):
             Image.fromarray(np.full((48, 64, 3), level, np.uint8)).save(tmp_path / name / f"k{i}.png")
-        assert cli("index", tmp_path / name, "--set", name, "--domain", dom, "--db", db, "-q").returncode == 0
-    p = cli("run", "--sim", "flat_sim", "--real", "flat_real", "--encoders", "pixel", "--out", tmp_path / "o2", "--db", db)
+        assert here(capfd, "index", tmp_path / name, "--set", name, "--domain", dom, "--db", db, "-q").returncode == 0
+    p = here(capfd, "run", "--sim", "flat_sim", "--real", "flat_real", "--encoders", "pixel", "--out", tmp_path / "o2", "--db", db)
     clean(p)
     assert p.returncode == 0, p.stderr
     json.loads((tmp_path / "o2" / "results.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
 
 
-def test_bad_depth_all_zero_nan_and_wrong_dtype(tmp_path):
+def test_bad_depth_all_zero_nan_and_wrong_dtype(tmp_path, capfd):
     """All-zero and NaN depth are measured as dropout (a finding), an unreadable depth map is a recorded skip."""
     root = tmp_path / "m"
     frames_dir(root / "sim", 6)
@@ -324,11 +328,11 @@ def test_bad_depth_all_zero_nan_and_wrong_dtype(tmp_path):
     Image.fromarray(good_frame(40)).save(root / "real" / "extra.png")
     rows.append({"set": "dreal", "domain": "real", "rgb": "real/extra.png", "pair_key": "x", "depth": "depth/bad.npy"})
     db = tmp_path / "c.duckdb"
-    p = cli("index", "--manifest", write_manifest(root / "m.jsonl", rows), "--db", db)
+    p = here(capfd, "index", "--manifest", write_manifest(root / "m.jsonl", rows), "--db", db)
     clean(p)
     assert p.returncode == 0
     assert "depth: unsupported array dtype" in p.stdout, p.stdout
-    p = cli("stats", "--sim", "dsim", "--real", "dreal", "--db", db, "--json", tmp_path / "s.json")
+    p = here(capfd, "stats", "--sim", "dsim", "--real", "dreal", "--db", db, "--json", tmp_path / "s.json")
     clean(p)
     assert p.returncode == 0, p.stderr
     res = json.loads((tmp_path / "s.json").read_text())
