@@ -1,6 +1,6 @@
 """Output paths are checked before the analysis runs (a file, a path under a file, a directory, a
 folder that cannot be written: one line, nothing analysed), and `stats` into a closed pipe exits
-quietly as `cat` would."""
+quietly as `cat` would (a subprocess: the exit status is the signal's)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from tests.cli_process import CLI, ENV, cli, copy_catalog, indexed_pair, one_line_error, query
+from tests.cli_process import CLI, ENV, copy_catalog, indexed_pair, one_line_error, query
 from tests.filesystems import read_only_dir
+from tests.in_process import here
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +20,7 @@ def world(tmp_path_factory):
     return indexed_pair(tmp_path_factory)
 
 
-def test_bad_output_paths_fail_before_the_analysis(world, tmp_path):
+def test_bad_output_paths_fail_before_the_analysis(world, tmp_path, capfd):
     db = copy_catalog(world, tmp_path / "c.duckdb")
     (tmp_path / "afile").write_text("x")
     run = ("run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--db", db)
@@ -31,14 +32,15 @@ def test_bad_output_paths_fail_before_the_analysis(world, tmp_path):
         cases += [(("--out", ro / "out"), "cannot write `--out`"),
                   (("--out", tmp_path / "o", "--json", ro / "r.json"), "cannot write `--json`")]
         for extra, fragment in cases:
-            one_line_error(cli(*run, *extra), fragment)
-        one_line_error(cli("stats", "--sim", "sim", "--real", "real", "--db", db, "--json", ro / "s.json"),
-                        "cannot write `--json`")
-        one_line_error(cli("stats", "--sim", "sim", "--real", "real", "--db", db, "--json", tmp_path), "directory")
-        one_line_error(cli("drift", "--baseline", "sim", "--current", "real", "--encoders", "none", "--db", db,
-                            "--out", ro / "d"), "cannot write `--out`")
-    one_line_error(cli("drift", "--baseline", "sim", "--current", "real", "--db", db, "--out", tmp_path / "d",
-                        "--config", tmp_path), "`--config`", "directory")
+            one_line_error(here(capfd, *run, *extra), fragment)
+        one_line_error(here(capfd, "stats", "--sim", "sim", "--real", "real", "--db", db, "--json", ro / "s.json"),
+                       "cannot write `--json`")
+        one_line_error(here(capfd, "stats", "--sim", "sim", "--real", "real", "--db", db, "--json", tmp_path),
+                       "directory")
+        one_line_error(here(capfd, "drift", "--baseline", "sim", "--current", "real", "--encoders", "none",
+                            "--db", db, "--out", ro / "d"), "cannot write `--out`")
+    one_line_error(here(capfd, "drift", "--baseline", "sim", "--current", "real", "--db", db,
+                        "--out", tmp_path / "d", "--config", tmp_path), "`--config`", "directory")
     # nothing was analysed: no run stored, no embedding computed, no output folder begun
     assert query(db, "SELECT count(*) FROM runs") == [(0,)]
     assert query(db, "SELECT count(*) FROM embeddings") == [(0,)]
