@@ -8,6 +8,7 @@ R x1.15 B x0.88, Gaussian blur sigma 1.2 px, noise sigma 3 levels, JPEG q60 (4:2
 
 from __future__ import annotations
 
+import functools
 import io
 from pathlib import Path
 
@@ -36,17 +37,31 @@ def dead_leaves(seed: int, size: tuple[int, int] = (240, 180), n: int = 400) -> 
     r = 3.0 * (1 - rng.random(n) * (1 - (3 / 60) ** 2)) ** -0.5
     for i in range(n):  # front to back: a pixel keeps the first disc that covers it
         cx, cy = rng.uniform(-10, w + 10), rng.uniform(-10, h + 10)
-        disc = ((xx - cx) ** 2 + (yy - cy) ** 2 <= r[i] ** 2) & ~filled
+        # only the disc's bounding box (a pixel beyond it is more than r away), a pixel of margin
+        y0, y1 = max(int(cy - r[i]) - 1, 0), min(int(cy + r[i]) + 2, h)
+        x0, x1 = max(int(cx - r[i]) - 1, 0), min(int(cx + r[i]) + 2, w)
+        if y0 >= y1 or x0 >= x1:
+            continue
+        box = np.s_[y0:y1, x0:x1]
+        disc = ((xx[box] - cx) ** 2 + (yy[box] - cy) ** 2 <= r[i] ** 2) & ~filled[box]
         if not disc.any():
             continue
         col = rng.uniform(0.08, 0.9, 3)
-        shade = 1 + 0.15 * (xx[disc] - cx) / max(r[i], 1)
-        img[disc] = col[None, :] * shade[:, None]
-        filled |= disc
+        shade = 1 + 0.15 * (xx[box][disc] - cx) / max(r[i], 1)
+        img[box][disc] = col[None, :] * shade[:, None]
+        filled[box] |= disc
         if filled.all():
             break
     img[~filled] = 0.5
     return np.clip(np.rint(img * 255), 0, 255).astype(np.uint8)
+
+
+@functools.lru_cache(maxsize=8)
+def _scene(base: int, size: tuple[int, int]) -> np.ndarray:
+    """The dead-leaves scene that every frame of `base` shows (drawn once; read-only)."""
+    canvas = dead_leaves(base, size, n=300)
+    canvas.flags.writeable = False
+    return canvas
 
 
 def tabletop(seed: int, size: tuple[int, int] = (192, 144), base: int = 0) -> np.ndarray:
@@ -54,7 +69,7 @@ def tabletop(seed: int, size: tuple[int, int] = (192, 144), base: int = 0) -> np
     four objects (discs and boxes of random colour) placed anew in each frame."""
     rng = np.random.default_rng([base, seed])
     w, h = size
-    canvas = dead_leaves(base, (w + 24, h + 24), n=300)
+    canvas = _scene(base, (w + 24, h + 24))
     dx, dy = rng.integers(0, 24, 2)
     img = canvas[dy:dy + h, dx:dx + w].copy()
     yy, xx = np.mgrid[0:h, 0:w]

@@ -75,13 +75,12 @@ def test_known_camera_is_fitted_and_closes_the_gap_for_every_encoder(known):
     assert cm["severity"] == "gap" and " closes " in cm["action"] and "depth" not in cm["action"].lower()
 
 
-def test_a_rerun_reads_the_counterfactuals_from_the_catalog(known, tmp_path):
+def test_a_rerun_reads_the_counterfactuals_from_the_catalog(known):
     res, out, _ = known
     db = out.parent / "c.duckdb"
     before = res["camera_model"]["seconds"]["attribution"]
-    assert main(["run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--out", str(tmp_path / "o"),
-                 "--db", str(db), "--device", "cpu", "-q"]) == 0
-    again = json.loads((tmp_path / "o" / "results.json").read_text())
+    with pg.open_catalog(db) as cat:  # the API, without `out`: no report to draw again
+        again = pg.run(cat, "sim", "real", encoders=["pixel"], device="cpu")
     first = next(e for e in res["encoders"] if e["name"] == "pixel")["attribution"]
     assert again["encoders"][0]["attribution"]["all"] == first["all"]  # the same vectors, read back
     assert again["camera_model"]["seconds"]["attribution"] <= before + 1.0
