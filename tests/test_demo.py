@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -130,9 +131,49 @@ def test_colour_detector_on_a_synthetic_frame():
     assert "green_cylinder" not in found
 
 
+_BUILDER = """
+import json, sys
+from pathlib import Path
+from perception_gap.demo.build import _to_json, build_demo
+for line in sys.stdin:
+    a = json.loads(line)
+    print("built", _to_json(build_demo(Path(a.pop("out_dir")), isolate=False, **a)), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_builder(tmp_path_factory):
+    """build_demo(out_dir, inject) of a TINY demo, rendered in one child process kept for the module: the GL
+    libraries stay out of this process as with build_demo's own child, and the process start and MuJoCo's
+    set-up are paid once, not once per injection."""
+    import perception_gap
+    from perception_gap.demo.build import _from_json
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(perception_gap.__file__).resolve().parents[1]), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    log = tmp_path_factory.mktemp("demo_builder") / "stderr.txt"
+    err = log.open("w")
+    proc = subprocess.Popen([sys.executable, "-c", _BUILDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=err, text=True, env=env)
+
+    def build(out_dir, inject: str):
+        proc.stdin.write(json.dumps({"out_dir": str(out_dir), "inject": inject, "n_episodes": TINY["n_episodes"],
+                                     "steps": TINY["steps"], "size": list(TINY["size"])}) + "\n")
+        proc.stdin.flush()
+        for line in proc.stdout:  # anything else the renderer may print is passed over
+            if line.startswith("built "):
+                return _from_json(line[len("built "):])
+        raise AssertionError(f"the demo builder died (exit code {proc.wait()}): {log.read_text()[-2000:]}")
+
+    yield build
+    proc.stdin.close()
+    proc.wait(timeout=60)
+    err.close()
+
+
 @pytest.mark.parametrize("code", sorted(INJECTIONS))
-def test_injected_fault_is_the_top_finding(tmp_path, code):
-    files = build_demo(tmp_path / "demo", inject=code, **TINY)
+def test_injected_fault_is_the_top_finding(tiny_builder, tmp_path, code):
+    files = tiny_builder(tmp_path / "demo", code)
     db = str(tmp_path / "cat.duckdb")
     _index(files, db, boxes=False)
     found = _findings(files, db)
