@@ -8,15 +8,30 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
-from tests.cli_process import ENV, REPO, clean, paired_catalog, write_manifest
+from tests.cli_process import ENV, REPO, clean, write_manifest
+from tests.scenes import render, scenes
+
+N_SIDE = 24  # frames a side: 3 episodes of 8, enough for every stage (the probes want 8 a side, 2 episodes)
 
 
 @pytest.fixture(scope="module")
-def crash_world(tmp_path_factory):
-    """The paired frames (`m.jsonl`) and a template catalog with them indexed."""
-    return paired_catalog(tmp_path_factory)
+def paired_frames(tmp_path_factory) -> Path:
+    """Rendered sim and real frames (sets csim, creal; 2-d actions) listed in `m.jsonl`."""
+    tmp = tmp_path_factory.mktemp("offline")
+    rows = []
+    rng = np.random.default_rng(0)
+    for side, dom in (("csim", "sim"), ("creal", "real")):
+        (tmp / side).mkdir()
+        for i, s in enumerate(scenes(N_SIDE, h=48, w=64, seed=7 if dom == "sim" else 8)):
+            Image.fromarray(render(s, 1.0 if dom == "sim" else 0.9, 0.01, rng)).save(tmp / side / f"k{i:04d}.png")
+            rows.append({"set": side, "domain": dom, "rgb": f"{side}/k{i:04d}.png", "pair_key": f"k{i:04d}",
+                         "episode": f"e{i // 8}", "action": [float(i % 7), float(i % 3)]})
+    write_manifest(tmp / "m.jsonl", rows)
+    return tmp
 
 
 _AUDIT = r"""
@@ -40,8 +55,7 @@ def _audited(tmp: Path, body: str, log: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=ENV)
 
 
-def test_a_full_run_opens_no_network_socket(crash_world, tmp_path):
-    tmp, _ = crash_world
+def test_a_full_run_opens_no_network_socket(paired_frames, tmp_path):
     log = tmp_path / "net.log"
     # known answer for the audit itself: a socket and a name lookup are caught
     p = _audited(tmp_path, "import socket\ns = socket.socket()\ntry:\n    socket.getaddrinfo('localhost', 80)\n"
@@ -49,16 +63,18 @@ def test_a_full_run_opens_no_network_socket(crash_world, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "socket" in log.read_text() and "getaddrinfo" in log.read_text()
     log.unlink()
-    # 60 frames a side of the crash world (3 episodes each), indexed and analysed in the audited process:
-    # index, statistics, embeddings through a real encoder, metrics, probes and the report
-    rows = [json.loads(line) for line in (tmp / "m.jsonl").read_text().splitlines()]
-    manifest = write_manifest(tmp / "m60.jsonl", [r for r in rows if int(r["pair_key"][1:]) < 60])
+    # the paired frames indexed and analysed in the audited process: index, statistics, embeddings
+    # through a real encoder, metrics, probes, the camera model and attribution, and the report
     db = tmp_path / "c.duckdb"
-    index = ["index", "--manifest", str(manifest), "--db", str(db), "-q"]
+    index = ["index", "--manifest", str(paired_frames / "m.jsonl"), "--db", str(db), "-q"]
     argv = ["run", "--sim", "csim", "--real", "creal", "--db", str(db), "--out", str(tmp_path / "out"), "-q",
             "--encoders", "pixel,efficientnet-lite0"]
     p = _audited(tmp_path, f"import cli\nassert cli.main({index!r}) == 0\nsys.exit(cli.main({argv!r}))", log)
     clean(p)
     assert p.returncode == 0, p.stderr
     assert (tmp_path / "out" / "report.html").exists()
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "efficientnet-lite0" in [e["name"] for e in res["encoders"]]
+    # every stage ran: probes and attribution measured for each encoder, nothing short of data
+    assert all(e["probe"] and e["attribution"] and not e["insufficient"] for e in res["encoders"]), res["encoders"]
     assert not log.exists() or log.read_text() == "", log.read_text()
