@@ -8,7 +8,8 @@ import json
 import pytest
 
 from tests.cli_process import N_PAIR as N
-from tests.cli_process import cli, copy_catalog, indexed_pair, ok
+from tests.cli_process import copy_catalog, indexed_pair, ok
+from tests.in_process import here
 
 
 @pytest.fixture(scope="module")
@@ -24,17 +25,19 @@ def _coco(n: int, boxes: bool, scores: bool = False) -> dict:
     return {"images": images, "categories": [{"id": 1, "name": "cube"}], "annotations": anns}
 
 
-def test_ground_truth_with_no_box_on_one_side_still_writes_the_run(world, tmp_path):
+def test_ground_truth_with_no_box_on_one_side_still_writes_the_run(world, tmp_path, capfd):
     db = copy_catalog(world, tmp_path / "c.duckdb")
     files = {"gt_sim": _coco(N, True), "gt_real": _coco(N, False), "det": _coco(N, True, scores=True)}
     for name, body in files.items():
         (tmp_path / f"{name}.json").write_text(json.dumps(body))
     for set_name in ("sim", "real"):
-        ok(cli("index", "--coco", tmp_path / "det.json", "--set", set_name, "--source", "yolo", "--db", db, "-q"))
-        ok(cli("index", "--coco", tmp_path / f"gt_{set_name}.json", "--set", set_name, "--source", "gt", "--db", db,
+        ok(here(capfd, "index", "--coco", tmp_path / "det.json", "--set", set_name, "--source", "yolo", "--db", db,
                 "-q"))
+        ok(here(capfd, "index", "--coco", tmp_path / f"gt_{set_name}.json", "--set", set_name, "--source", "gt",
+                "--db", db, "-q"))
     out = tmp_path / "out"
-    p = ok(cli("run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--out", out, "--db", db))
+    p = ok(here(capfd, "run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--no-attribution", "--out", out,
+                "--db", db))
     res = json.loads((out / "results.json").read_text())
     assert (out / "report.html").stat().st_size > 10_000
     det = res["detection"]
