@@ -25,11 +25,16 @@ def _cli(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
 
 
-def _write(folder: Path, frames: list[np.ndarray]) -> Path:
-    folder.mkdir()
-    for i, a in enumerate(frames):
-        Image.fromarray(a).save(folder / f"f{i:02d}.png")
-    return folder
+def _write(tmp_path: Path, sides: dict[str, list[np.ndarray]]) -> Path:
+    """Each side's frames in a folder of its name, and a manifest listing them as sets `sim` and `real`."""
+    lines = ["set,domain,rgb,pair_key"]
+    for side, frames in sides.items():
+        (tmp_path / side).mkdir()
+        for i, a in enumerate(frames):
+            Image.fromarray(a).save(tmp_path / side / f"f{i:02d}.png")
+            lines.append(f"{side},{side},{side}/f{i:02d}.png,f{i:02d}")
+    (tmp_path / "m.csv").write_text("\n".join(lines) + "\n")
+    return tmp_path / "m.csv"
 
 
 def test_blank_frames_run_and_stats_leave_stderr_empty(tmp_path):
@@ -37,10 +42,8 @@ def test_blank_frames_run_and_stats_leave_stderr_empty(tmp_path):
     vignetting ratio is empty and every embedding the same. That used to print numpy's "Mean of
     empty slice" and sklearn's PCA "invalid value encountered in divide" on a run that succeeded."""
     black = [np.zeros((48, 64, 3), np.uint8)] * 4
-    sim, real = _write(tmp_path / "sim", black), _write(tmp_path / "real", black)
-    for folder, name in ((sim, "sim"), (real, "real")):
-        r = _cli(tmp_path, "index", str(folder), "--set", name, "--domain", name, "--quiet")
-        assert r.returncode == 0 and r.stderr == "", r.stderr
+    r = _cli(tmp_path, "index", "--manifest", str(_write(tmp_path, {"sim": black, "real": black})), "--quiet")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
     for argv in (("stats", "--sim", "sim", "--real", "real"),
                  ("run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--out", str(tmp_path / "out"))):
         r = _cli(tmp_path, *argv)
