@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.cli_process import clean, cli
+from tests.cli_process import clean
+from tests.in_process import here
 from tests.scenes import render, scenes
 
 XSS = '"><script>console.error("XSS-script")</script><img src=x onerror=console.error("XSS-img")>'
 XSS_FILE = '"><img src=x onerror=console.error("XSS-file")>'  # no "/" in a file name
 
 
-def _hostile_world(tmp: Path) -> tuple[Path, str, str, str]:
+def _hostile_world(tmp: Path, capfd) -> tuple[Path, str, str, str]:
     """Paired sets whose set names, file names, tags, detector name and COCO categories carry markup."""
     sim, real, det = "sim" + XSS, "real" + XSS, "det" + XSS
     db = tmp / "c.duckdb"
@@ -30,7 +31,7 @@ def _hostile_world(tmp: Path) -> tuple[Path, str, str, str]:
         for i, s in enumerate(scenes(10, h=48, w=64, seed=21)):
             Image.fromarray(render(s, gain, 0.01, rng)).save(tmp / folder / "ep0" / f"{XSS_FILE}{i}.png")
         (tmp / folder / "ep0" / f"{XSS_FILE}_broken.png").write_bytes(b"")  # a skipped, listed file
-        p = cli("index", tmp / folder, "--set", name, "--domain", dom, "--tags", "t" + XSS.replace(",", ";"),
+        p = here(capfd, "index", tmp / folder, "--set", name, "--domain", dom, "--tags", "t" + XSS.replace(",", ";"),
                 "--db", db, "-q")
         assert p.returncode == 0, p.stderr
         coco = {"images": [{"id": i, "file_name": f"{XSS_FILE}{i}.png", "width": 64, "height": 48} for i in range(10)],
@@ -41,23 +42,23 @@ def _hostile_world(tmp: Path) -> tuple[Path, str, str, str]:
                                        for a in coco["annotations"]])
         (tmp / f"{folder}_det.json").write_text(json.dumps(dets))
         for src, f in (("gt", f"{folder}_gt.json"), (det, f"{folder}_det.json")):
-            p = cli("index", "--coco", tmp / f, "--set", name, "--source", src, "--db", db, "-q")
+            p = here(capfd, "index", "--coco", tmp / f, "--set", name, "--source", src, "--db", db, "-q")
             assert p.returncode == 0, p.stderr
     return db, sim, real, det
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
-def test_hostile_names_end_to_end_are_escaped_and_run_nothing_in_a_browser(tmp_path):
+def test_hostile_names_end_to_end_are_escaped_and_run_nothing_in_a_browser(tmp_path, capfd):
     from tests.test_report import _page_load_audit
 
-    db, sim, real, det = _hostile_world(tmp_path)
-    p = cli("run", "--sim", sim, "--real", real, "--encoders", "pixel", "--out", tmp_path / "out", "--db", db)
+    db, sim, real, det = _hostile_world(tmp_path, capfd)
+    p = here(capfd, "run", "--sim", sim, "--real", real, "--encoders", "pixel", "--out", tmp_path / "out", "--db", db)
     clean(p)
     assert p.returncode == 0, p.stderr
     res = json.loads((tmp_path / "out" / "results.json").read_text())
     assert det in res["detection"]["sets"][sim]
     pages = [tmp_path / "out" / "report.html"]
-    p = cli("drift", "--baseline", real, "--current", sim, "--encoders", "pixel", "--out", tmp_path / "drift", "--db", db)
+    p = here(capfd, "drift", "--baseline", real, "--current", sim, "--encoders", "pixel", "--out", tmp_path / "drift", "--db", db)
     clean(p)
     assert p.returncode in (0, 1), p.stderr
     pages.append(tmp_path / "drift" / "report.html")
