@@ -84,7 +84,7 @@ def clean_demo(tmp_path_factory):
     return files, db
 
 
-def test_clean_demo_files(clean_demo):
+def test_clean_demo_files(clean_demo, builder):
     files, _ = clean_demo
     rows = [json.loads(line) for line in files.manifest.read_text().splitlines()]
     assert len(rows) == 2 * files.n_frames == 36
@@ -107,8 +107,8 @@ def test_clean_demo_files(clean_demo):
     coco = json.loads(files.sim_coco.read_text())
     assert {im["file_name"] for im in coco["images"]} == {r["rgb"] for r in sim}
     assert len(coco["annotations"]) >= 0.8 * len(OBJECTS) * len(sim)
-    # deterministic given the seed
-    again = build_demo(files.root.parent / "again", n_episodes=3, steps=6, size=(128, 96))
+    # deterministic given the seed, in another process (another hash seed)
+    again = builder(files.root.parent / "again", n_episodes=3, steps=6, size=(128, 96))
     assert again.real_coco.read_text() == files.real_coco.read_text()
     assert (again.root / real[0]["rgb"]).read_bytes() == (files.root / real[0]["rgb"]).read_bytes()
 
@@ -142,10 +142,10 @@ for line in sys.stdin:
 
 
 @pytest.fixture(scope="module")
-def tiny_builder(tmp_path_factory):
-    """build_demo(out_dir, inject) of a TINY demo, rendered in one child process kept for the module: the GL
-    libraries stay out of this process as with build_demo's own child, and the process start and MuJoCo's
-    set-up are paid once, not once per injection."""
+def builder(tmp_path_factory):
+    """build_demo(out_dir, **kwargs), rendered in one child process kept for the module: the GL libraries stay
+    out of this process as with build_demo's own child, and the process start and MuJoCo's set-up are paid
+    once, not once per demo."""
     import perception_gap
     from perception_gap.demo.build import _from_json
 
@@ -156,9 +156,8 @@ def tiny_builder(tmp_path_factory):
     proc = subprocess.Popen([sys.executable, "-c", _BUILDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=err, text=True, env=env)
 
-    def build(out_dir, inject: str):
-        proc.stdin.write(json.dumps({"out_dir": str(out_dir), "inject": inject, "n_episodes": TINY["n_episodes"],
-                                     "steps": TINY["steps"], "size": list(TINY["size"])}) + "\n")
+    def build(out_dir, **kwargs):
+        proc.stdin.write(json.dumps({"out_dir": str(out_dir), **kwargs}) + "\n")
         proc.stdin.flush()
         for line in proc.stdout:  # anything else the renderer may print is passed over
             if line.startswith("built "):
@@ -172,8 +171,8 @@ def tiny_builder(tmp_path_factory):
 
 
 @pytest.mark.parametrize("code", sorted(INJECTIONS))
-def test_injected_fault_is_the_top_finding(tiny_builder, tmp_path, code):
-    files = tiny_builder(tmp_path / "demo", code)
+def test_injected_fault_is_the_top_finding(builder, tmp_path, code):
+    files = builder(tmp_path / "demo", inject=code, **TINY)
     db = str(tmp_path / "cat.duckdb")
     _index(files, db, boxes=False)
     found = _findings(files, db)
