@@ -13,7 +13,6 @@ from PIL import Image
 from perception_gap import cli as pg_cli
 from tests.cli_process import (
     clean,
-    cli,
     flat_frames,
     frame_folder,
     frames_dir,
@@ -24,11 +23,10 @@ from tests.cli_process import (
     query,
     write_manifest,
 )
+from tests.in_process import here
 
-T = 120  # seconds: every command here finishes in a few
 
-
-def test_manifest_paths_outside_its_folder_absolute_and_missing_files(tmp_path):
+def test_manifest_paths_outside_its_folder_absolute_and_missing_files(tmp_path, capfd):
     (tmp_path / "outside.png").write_bytes(b"")  # zero bytes: a skip for what it is, not for where it is
     Image.fromarray(good_frame(9)).save(tmp_path / "elsewhere.png")
     frames_dir(tmp_path / "m" / "a", 2)
@@ -39,7 +37,7 @@ def test_manifest_paths_outside_its_folder_absolute_and_missing_files(tmp_path):
             {"set": "s", "domain": "sim", "rgb": "a/gone.png", "pair_key": "4"},
             {"set": "s", "domain": "sim", "rgb": "a/f1.png", "pair_key": "5", "depth": "../outside.png"}]
     m = write_manifest(tmp_path / "m" / "m.jsonl", rows)
-    p = cli("index", "--manifest", m, "--db", tmp_path / "c.duckdb")
+    p = here(capfd, "index", "--manifest", m, "--db", tmp_path / "c.duckdb")
     clean(p)
     assert p.returncode == 0 and "2 usable, 4 skipped" in p.stdout, p.stdout
     assert "the same file is listed again (pair key '3')" in p.stdout  # a/../../outside.png is ../outside.png
@@ -52,24 +50,24 @@ def test_manifest_paths_outside_its_folder_absolute_and_missing_files(tmp_path):
     assert not any("outside" in e for e in got.values())
 
 
-def test_duplicate_manifest_columns_are_an_error_naming_the_column(tmp_path):
+def test_duplicate_manifest_columns_are_an_error_naming_the_column(tmp_path, capfd):
     frames_dir(tmp_path / "a", 2)
     (tmp_path / "m.csv").write_text("set,domain,rgb,pair_key,rgb\ns,sim,a/f0.png,0,a/f1.png\n")
-    one_line_error(cli("index", "--manifest", tmp_path / "m.csv", "--db", tmp_path / "c.duckdb", timeout=T),
+    one_line_error(here(capfd, "index", "--manifest", tmp_path / "m.csv", "--db", tmp_path / "c.duckdb"),
                     "two columns named 'rgb'")
     (tmp_path / "m.jsonl").write_text('{"set": "s", "domain": "sim", "rgb": "a/f0.png", "pair_key": "0", "rgb": "a/f1.png"}\n')
-    one_line_error(cli("index", "--manifest", tmp_path / "m.jsonl", "--db", tmp_path / "c.duckdb", timeout=T),
+    one_line_error(here(capfd, "index", "--manifest", tmp_path / "m.jsonl", "--db", tmp_path / "c.duckdb"),
                     "line 1", "key 'rgb' appears twice")
     assert not (tmp_path / "c.duckdb").exists() or not query(tmp_path / "c.duckdb", "SELECT * FROM frames")
 
 
-def test_a_file_listed_100000_times_is_one_summary_line_and_counted_by_stats(tmp_path):
+def test_a_file_listed_100000_times_is_one_summary_line_and_counted_by_stats(tmp_path, capfd):
     frames_dir(tmp_path / "a", 3)
     rows = [{"set": "s", "domain": "sim", "rgb": "a/f0.png", "pair_key": str(i)} for i in range(100_000)]
     rows += [{"set": "s", "domain": "sim", "rgb": "a/f1.png", "pair_key": "x"},
              {"set": "r", "domain": "real", "rgb": "a/f2.png", "pair_key": "0"}]
     db = tmp_path / "c.duckdb"
-    p = cli("index", "--manifest", write_manifest(tmp_path / "m.jsonl", rows), "--db", db, timeout=T)
+    p = here(capfd, "index", "--manifest", write_manifest(tmp_path / "m.jsonl", rows), "--db", db)
     clean(p)
     assert p.returncode == 0, p.stderr
     assert "s (sim): 100001 listed" in p.stdout and "2 usable, 99999 skipped" in p.stdout, p.stdout
@@ -78,20 +76,20 @@ def test_a_file_listed_100000_times_is_one_summary_line_and_counted_by_stats(tmp
     want = ("  skipped 1 frame: the same file is listed again 99,999 more times (pair keys '1', '2', '3', ...); "
             f"its first listing (pair key '0') is kept: f0.png (in {tmp_path / 'a'})")
     assert again == [want], again
-    p = cli("stats", "--sim", "s", "--real", "r", "--db", db, "--json", tmp_path / "s.json", timeout=T)
+    p = here(capfd, "stats", "--sim", "s", "--real", "r", "--db", db, "--json", tmp_path / "s.json")
     clean(p)
     assert p.returncode == 0 and "2 usable of 100001 frames, 99999 skipped" in p.stdout, p.stdout
     info = json.loads((tmp_path / "s.json").read_text())["sets"]["s"]
     assert (info["n_frames"], info["n_usable"], info["n_skipped"]) == (100_001, 2, 99_999)
     assert [(s["path"], s["repeats"]) for s in info["skipped"]] == [(str(tmp_path / "a" / "f0.png"), 99_999)]
     # a listing without repeats clears them
-    p = cli("index", "--manifest", write_manifest(tmp_path / "m.jsonl", rows[:1] + rows[-2:]), "--db", db, "-q", timeout=T)
+    p = here(capfd, "index", "--manifest", write_manifest(tmp_path / "m.jsonl", rows[:1] + rows[-2:]), "--db", db, "-q")
     assert p.returncode == 0
-    p = cli("stats", "--sim", "s", "--real", "r", "--db", db, "--json", tmp_path / "s.json", "-q", timeout=T)
+    p = here(capfd, "stats", "--sim", "s", "--real", "r", "--db", db, "--json", tmp_path / "s.json", "-q")
     assert json.loads((tmp_path / "s.json").read_text())["sets"]["s"]["n_skipped"] == 0
 
 
-def test_bad_manifest_values_are_recorded_skips_with_their_reason(tmp_path):
+def test_bad_manifest_values_are_recorded_skips_with_their_reason(tmp_path, capfd):
     frame_folder(tmp_path / "a", 0, 10)
     rows = [{"set": "m", "domain": "sim", "rgb": f"a/frame_{i:03d}.png", "pair_key": str(i)} for i in range(10)]
     rows[0].update(step=3, action=[0.5, 1])
@@ -110,7 +108,7 @@ def test_bad_manifest_values_are_recorded_skips_with_their_reason(tmp_path):
     m = tmp_path / "m.jsonl"
     m.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     db = tmp_path / "c.duckdb"
-    p = ok(cli("index", "--manifest", m, "--db", db))
+    p = ok(here(capfd, "index", "--manifest", m, "--db", db))
     assert "1 usable, 9 skipped" in p.stdout, p.stdout
     got = dict(query(db, "SELECT pair_key, error FROM frames WHERE status <> 'ok'"))
     assert set(got) == set(expected)
@@ -125,18 +123,18 @@ def test_bad_manifest_values_are_recorded_skips_with_their_reason(tmp_path):
                              "rgb": ["a/frame_000.png", "a/frame_001.png"],
                              "step": pa.array([datetime.datetime(2024, 1, 1)] * 2, pa.timestamp("us"))}),
                    tmp_path / "m.parquet")
-    one_line_error(cli("index", "--manifest", tmp_path / "m.parquet", "--db", db), "no usable frame", "2 skipped")
+    one_line_error(here(capfd, "index", "--manifest", tmp_path / "m.parquet", "--db", db), "no usable frame", "2 skipped")
     assert {e for (e,) in query(db, "SELECT error FROM frames WHERE set_name = 't'")} == {
         "bad value: column 'step' is '2024-01-01 00:00:00' (datetime), expected a whole number"}
 
 
-def test_csv_manifest_with_a_byte_order_mark(tmp_path):
+def test_csv_manifest_with_a_byte_order_mark(tmp_path, capfd):
     frame_folder(tmp_path / "a", 0, 3)
     m = tmp_path / "m.csv"
     m.write_text("set,domain,rgb,pair_key\n" + "".join(f"b,sim,a/frame_{i:03d}.png,{i}\n" for i in range(3)),
                  encoding="utf-8-sig")
     assert m.read_bytes().startswith(b"\xef\xbb\xbf")
-    p = ok(cli("index", "--manifest", m, "--db", tmp_path / "c.duckdb"))
+    p = ok(here(capfd, "index", "--manifest", m, "--db", tmp_path / "c.duckdb"))
     assert "3 usable, 0 skipped" in p.stdout
 
 
