@@ -19,6 +19,9 @@ Draws what `perception_gap.camera.attribution` wrote under each `encoders[i].att
 Hand-written SVG as in `perception_gap.reports.maps`: each bar is a `<rect>` in a `<g class="wf-row">`
 carrying its numbers as `data-` attributes, so the drawing can be read back
 (tests/test_report_attribution.py).
+
+The sections are read typed (`Attribution`, `CameraModelSection`, `EncoderEntry` of
+perception_gap.schema); a plain or partial results.json is read into them by `reports.reading`.
 """
 
 from __future__ import annotations
@@ -36,7 +39,19 @@ from markupsafe import Markup
 from perception_gap.reports.format import ci as ci_text
 from perception_gap.reports.format import num
 from perception_gap.reports.maps import nice_ticks
+from perception_gap.reports.reading import blank, entries, given
+from perception_gap.reports.reading import results as read_results
+from perception_gap.reports.reading import section as read_section
 from perception_gap.reports.safe_text import escape, finalize
+from perception_gap.schema import (
+    Attribution,
+    AttributionFactor,
+    CameraFactor,
+    CameraModelSection,
+    EncoderEntry,
+    Results,
+)
+from perception_gap.schema.sections import AttributionTotal
 from perception_gap.wording import MISSING, finite
 
 logger = logging.getLogger(__name__)
@@ -55,8 +70,19 @@ LABEL_MAX = 44  # characters of a factor's words before they are shortened
 MAPS = "see the gap maps"
 
 
+AttributionLike = Attribution | Mapping[str, Any]
+
+
 def _d(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
+
+
+def _attribution(v: AttributionLike) -> Attribution:
+    return read_section(Attribution, v) or blank(Attribution)
+
+
+def _total(v: AttributionTotal | None) -> AttributionTotal:
+    return v or blank(AttributionTotal)
 
 
 def _l(v: Any) -> list[Any]:
@@ -132,35 +158,35 @@ def _t(s: Any, limit: int = LABEL_MAX) -> str:
     return str(escape(s if len(s) <= limit else s[: limit - 1] + "\u2026"))
 
 
-def _rows(entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _rows(entry: Attribution) -> list[dict[str, Any]]:
     """The waterfall's rows: (label, start, end, whisker, value text) per factor, then the residual."""
     rows, prev = [], 0.0
-    for f in map(_d, _l(entry.get("factors"))):
-        step = f.get("step")
-        if not finite(step):
+    for f in entries(AttributionFactor, entry.factors):
+        step = f.step
+        if step is None or not finite(step):
             continue
-        end = float(f["cumulative"]) if finite(f.get("cumulative")) else prev + float(step)
-        ci = _interval(f.get("step_ci"))
-        rows.append({"kind": "factor", "code": str(f.get("code")), "label": factor_words(f.get("code"), f.get("params")),
+        end = float(f.cumulative) if f.cumulative is not None and finite(f.cumulative) else prev + float(step)
+        ci = _interval(f.step_ci)
+        rows.append({"kind": "factor", "code": str(f.code), "label": factor_words(f.code, f.params),
                      "start": prev, "end": end, "share": float(step),
                      "whisker": (prev + ci[0], prev + ci[1]) if ci else None,
-                     "text": f"{pct(step, sign=True)} {pct_ci(f.get('step_ci'))}".strip(), "ci": ci})
+                     "text": f"{pct(step, sign=True)} {pct_ci(f.step_ci)}".strip(), "ci": ci})
         prev = end
-    all_, res = _d(entry.get("all")), _d(entry.get("residual"))
-    total = float(all_["share"]) if finite(all_.get("share")) else prev
-    if finite(res.get("share")):
+    all_, res = _total(entry.all), _total(entry.residual)
+    total = float(all_.share) if all_.share is not None and finite(all_.share) else prev
+    if res.share is not None and finite(res.share):
         rows.append({"kind": "residual", "code": "residual", "label": "remains: content, materials, lighting",
-                     "start": total, "end": 1.0, "share": float(res["share"]), "whisker": _interval(all_.get("ci")),
-                     "text": f"{pct(res['share'])} {pct_ci(res.get('ci'))}".strip(), "ci": _interval(res.get("ci"))})
+                     "start": total, "end": 1.0, "share": float(res.share), "whisker": _interval(all_.ci),
+                     "text": f"{pct(res.share)} {pct_ci(res.ci)}".strip(), "ci": _interval(res.ci)})
     return rows
 
 
-def waterfall(entry: Mapping[str, Any], *, ident: str, name: Any) -> Markup | None:
+def waterfall(entry: AttributionLike, *, ident: str, name: Any) -> Markup | None:
     """The waterfall of one encoder's attribution as an SVG (see the module docstring), or None when
     it holds no factor step. Rows are `<g class="wf-row" data-code=... data-share=... data-low=...
     data-high=...>` (the residual's `data-code` is `residual`); the axis limits are the root's
-    `data-lo` / `data-hi` (fractions of the gap)."""
-    rows = _rows(entry)
+    `data-lo` / `data-hi` (fractions of the gap). `entry`: `encoders[i].attribution`, typed or its JSON form."""
+    rows = _rows(_attribution(entry))
     if not any(r["kind"] == "factor" for r in rows):
         return None
     pts = [0.0, 1.0] + [x for r in rows for x in (r["start"], r["end"], *(r["whisker"] or ()))]
@@ -227,36 +253,37 @@ def _with_ci(share: Any, ci: Any) -> str:
     return f"{pct(share)} {pct_ci(ci)}".strip()
 
 
-def sentence(name: Any, entry: Mapping[str, Any]) -> str:
+def sentence(name: Any, entry: AttributionLike) -> str:
     """The encoder's headline in words: what the camera factors close together and what remains
     ("The camera factors close 64% [52, 75] of efficientnet-lite0's gap above its floor; 36% [25, 48]
-    remains: ...")."""
-    all_, res = _d(entry.get("all")), _d(entry.get("residual"))
-    head = f"The camera factors close {_with_ci(all_.get('share'), all_.get('ci'))} of {name}'s gap above its floor"
-    r = res.get("share")
-    if finite(r) and r < 0:  # past the floor: nothing of the gap is left to content
-        return (f"{head}; nothing remains (residual {_with_ci(r, res.get('ci'))}): through the model the sim "
+    remains: ..."). `entry`: `encoders[i].attribution`, typed or its JSON form."""
+    a = _attribution(entry)
+    all_, res = _total(a.all), _total(a.residual)
+    head = f"The camera factors close {_with_ci(all_.share, all_.ci)} of {name}'s gap above its floor"
+    r = res.share
+    if r is not None and finite(r) and r < 0:  # past the floor: nothing of the gap is left to content
+        return (f"{head}; nothing remains (residual {_with_ci(r, res.ci)}): through the model the sim "
                 "frames come closer to the real ones than two halves of the real set are to each other.")
-    return f"{head}; {_with_ci(r, res.get('ci'))} remains: content, materials or lighting, {MAPS}."
+    return f"{head}; {_with_ci(r, res.ci)} remains: content, materials or lighting, {MAPS}."
 
 
-def _param_text(f: Mapping[str, Any]) -> tuple[str, str]:
+def _param_text(f: CameraFactor) -> tuple[str, str]:
     """(parameters with their units, their intervals) of one model factor."""
-    units, ci = _d(f.get("units")), _d(f.get("ci"))
-    params = ", ".join(f"{k} = {v}" + (f" ({units[k]})" if k in units else "") for k, v in _d(f.get("params")).items())
+    units, ci = _d(f.units), _d(f.ci)
+    params = ", ".join(f"{k} = {v}" + (f" ({units[k]})" if k in units else "") for k, v in _d(f.params).items())
     cis = "; ".join(f"{k} [{iv[0]:g}, {iv[1]:g}]" for k, v in ci.items() if (iv := _interval(v)))
     return params or MISSING, cis or MISSING
 
 
-def _model(model: Mapping[str, Any]) -> dict[str, Any]:
+def _model(model: CameraModelSection) -> dict[str, Any]:
     factors = []
-    for f in map(_d, _l(model.get("factors"))):
+    for f in entries(CameraFactor, model.factors):
         params, cis = _param_text(f)
-        factors.append({"words": factor_words(f.get("code"), f.get("params")), "code": f.get("code"),
-                        "params": params, "ci": cis, "method": f.get("method") or MISSING, "bug": bool(f.get("bug"))})
-    return {"basis": model.get("basis"), "n": model.get("n"), "factors": factors,
+        factors.append({"words": factor_words(f.code, f.params), "code": f.code,
+                        "params": params, "ci": cis, "method": f.method or MISSING, "bug": bool(f.bug)})
+    return {"basis": model.basis, "n": model.n, "factors": factors,
             "not_modelled": [{"code": _d(x).get("code"), "reason": _d(x).get("reason")}
-                             for x in _l(model.get("not_modelled"))]}
+                             for x in _l(model.not_modelled)]}
 
 
 def _jpeg(im: Any) -> Markup:
@@ -265,11 +292,12 @@ def _jpeg(im: Any) -> Markup:
     return Markup("data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii"))
 
 
-def modelled_strip(sim_path: str, real_path: str, model: Mapping[str, Any],
+def modelled_strip(sim_path: str, real_path: str, model: CameraModelSection | Mapping[str, Any],
                    max_side: int = THUMB) -> tuple[Markup, Markup, Markup] | None:
-    """(sim, sim through the camera model, real) thumbnails of a pair; the model is applied to the
-    full-size sim frame (its blur and noise are in that frame's pixels), seed 0. None when a file
-    cannot be read or the model cannot be applied."""
+    """(sim, sim through the camera model, real) thumbnails of a pair; the model (`camera_model`,
+    typed or its JSON form) is applied to the full-size sim frame (its blur and noise are in that
+    frame's pixels), seed 0. None when a file cannot be read or the model cannot be applied."""
+    spec = model.to_dict() if isinstance(model, CameraModelSection) else dict(model)
     try:
         import numpy as np
         from PIL import Image
@@ -278,7 +306,7 @@ def modelled_strip(sim_path: str, real_path: str, model: Mapping[str, Any],
 
         with Image.open(sim_path) as a, Image.open(real_path) as b:
             sim, real = a.convert("RGB"), b.convert("RGB")
-        modelled = Image.fromarray(np.asarray(perception_gap.apply_camera_model(np.asarray(sim), dict(model), rng=0)))
+        modelled = Image.fromarray(np.asarray(perception_gap.apply_camera_model(np.asarray(sim), spec, rng=0)))
         out = []
         for im in (sim, modelled, real):
             im.thumbnail((max_side, max_side))
@@ -289,39 +317,40 @@ def modelled_strip(sim_path: str, real_path: str, model: Mapping[str, Any],
     return out[0], out[1], out[2]
 
 
-def _pairs(results: Mapping[str, Any], model: Mapping[str, Any], max_pairs: int) -> dict[str, Any] | None:
+def _pairs(res: Results, model: CameraModelSection, max_pairs: int) -> dict[str, Any] | None:
     """The worst pairs of the best-ranked encoder that lists them (as the report's worst pairs)."""
-    if max_pairs <= 0 or not _l(model.get("factors")):
+    if max_pairs <= 0 or not _l(model.factors):
         return None
-    encs = sorted(map(_d, _l(results.get("encoders"))), key=lambda e: (e.get("rank") is None, e.get("rank") or 0))
-    enc = next((e for e in encs if _l(e.get("worst_pairs"))), None)
+    encs = sorted(entries(EncoderEntry, res.encoders), key=lambda e: (e.rank is None, e.rank or 0))
+    enc = next((e for e in encs if _l(e.worst_pairs)), None)
     if enc is None:
         return None
     rows = []
-    for w in map(_d, _l(enc.get("worst_pairs"))[:max_pairs]):
+    for w in map(_d, _l(enc.worst_pairs)[:max_pairs]):
         strip = modelled_strip(str(w.get("sim_path")), str(w.get("real_path")), model)
         if strip is not None:
             rows.append({"sim": strip[0], "modelled": strip[1], "real": strip[2], "key": w.get("pair_key")})
-    return {"encoder": enc.get("name"), "rows": rows} if rows else None
+    return {"encoder": enc.name, "rows": rows} if rows else None
 
 
-def _encoder(e: Mapping[str, Any], i: int, plots: bool, see_maps: bool) -> dict[str, Any]:
-    a = _d(e.get("attribution"))
-    name = e.get("name")
-    clear = bool(a.get("clear_gap")) and isinstance(a.get("all"), Mapping)
+def _encoder(e: EncoderEntry, i: int, plots: bool, see_maps: bool) -> dict[str, Any]:
+    a = e.attribution or blank(Attribution)
+    name = e.name
+    clear = bool(a.clear_gap) and a.all is not None
     text: Any = sentence(name, a) if clear else None
     if text and see_maps and text.endswith(MAPS + "."):
         text = escape(text[: -len(MAPS) - 1]) + Markup(f'<a href="#maps">{MAPS}</a>.')
-    return {"name": name, "open": i < OPEN, "note": a.get("note"), "clear_gap": clear, "sentence": text,
+    total = _total(a.all)
+    return {"name": name, "open": i < OPEN, "note": a.note, "clear_gap": clear, "sentence": text,
             "svg": waterfall(a, ident=f"waterfall-{i}", name=name) if clear and plots else None,
-            "factors": [{"words": factor_words(f.get("code"), f.get("params")), "code": f.get("code"),
-                         "alone": pct(f.get("share"), sign=True), "alone_ci": pct_ci(f.get("ci")),
-                         "cum": pct(f.get("cumulative")), "cum_ci": pct_ci(f.get("cumulative_ci"))}
-                        for f in map(_d, _l(a.get("factors")))] if clear else [],
-            "total": _with_ci(_d(a.get("all")).get("share"), _d(a.get("all")).get("ci")) if clear else None,
-            "n_pairs": a.get("n_pairs"), "n_cf": a.get("n_counterfactual"), "basis": a.get("basis"),
-            "gap": num(a.get("gap_above_floor")), "gap_ci": ci_text(*(_interval(a.get("gap_ci")) or (None, None))),
-            "floor": num(a.get("floor")), "distance": num(a.get("distance"))}
+            "factors": [{"words": factor_words(f.code, f.params), "code": f.code,
+                         "alone": pct(f.share, sign=True), "alone_ci": pct_ci(f.ci),
+                         "cum": pct(f.cumulative), "cum_ci": pct_ci(f.cumulative_ci)}
+                        for f in entries(AttributionFactor, a.factors)] if clear else [],
+            "total": _with_ci(total.share, total.ci) if clear else None,
+            "n_pairs": a.n_pairs, "n_cf": a.n_counterfactual, "basis": a.basis,
+            "gap": num(a.gap_above_floor), "gap_ci": ci_text(*(_interval(a.gap_ci) or (None, None))),
+            "floor": num(a.floor), "distance": num(a.distance)}
 
 
 SECTION = r"""<section id="attribution">
@@ -357,13 +386,13 @@ SECTION = r"""<section id="attribution">
 """
 
 
-def section(results: Mapping[str, Any], *, max_encoders: int = 60, max_pairs: int = MAX_PAIRS,
-                        plots: bool = True) -> Markup | None:
+def section(results: Results | Mapping[str, Any], *, max_encoders: int = 60, max_pairs: int = MAX_PAIRS,
+            plots: bool = True) -> Markup | None:
     """The "What closes the gap" section, or None when the results hold neither an attribution nor a
     camera model.
 
     Args:
-        results: the results.json structure (`encoders[i].attribution`, `camera_model`).
+        results: a `Results` or its JSON form (`encoders[i].attribution`, `camera_model`).
         max_encoders: most encoders shown, in results order (the ranking table's).
         max_pairs: most worst pairs shown through the camera model (0: none).
         plots: draw the waterfalls (False keeps the sentences and tables); the gap maps, drawn with
@@ -372,12 +401,15 @@ def section(results: Mapping[str, Any], *, max_encoders: int = 60, max_pairs: in
     Returns:
         The section's HTML (names escaped).
     """
-    encs = [e for e in map(_d, _l(results.get("encoders"))) if isinstance(e.get("attribution"), Mapping)]
-    model = _d(results.get("camera_model"))
-    if not encs and not model:
+    res = read_results(results)
+    encs = [e for e in entries(EncoderEntry, res.encoders) if e.attribution is not None]
+    # a camera model written as `{}` holds nothing to show
+    model = res.camera_model if given(res.camera_model) else None
+    if not encs and model is None:
         return None
-    see_maps = plots and isinstance(results.get("maps"), Mapping)
+    see_maps = plots and res.maps is not None
     env = Environment(autoescape=True, finalize=finalize, trim_blocks=True, lstrip_blocks=True)
     return Markup(env.from_string(SECTION).render(
         encoders=[_encoder(e, i, plots, see_maps) for i, e in enumerate(encs[:max_encoders])],
-        model=_model(model) if model else None, pairs=_pairs(results, model, min(max_pairs, MAX_PAIRS))))
+        model=_model(model) if model is not None else None,
+        pairs=_pairs(res, model, min(max_pairs, MAX_PAIRS)) if model is not None else None))

@@ -1,7 +1,9 @@
 """HTML report of the evaluation commands (`rollouts`, `rank-fidelity`, `latency`).
 
 Draws and tabulates what the results hold (interval bars per policy, sim-vs-real scatter with
-the rank violations drawn, latency histogram and per-stage stacked bars); computes nothing.
+the rank violations drawn, latency histogram and per-stage stacked bars); computes nothing. The
+sections are read typed (`Rollouts`, `RankFidelity`, `Latency` of perception_gap.schema); a plain or
+partial results.json is read into them by `reports.reading`.
 """
 
 from __future__ import annotations
@@ -15,24 +17,30 @@ from perception_gap.reports import page
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import MISSING, ci, compact, labelled, num, signed
 from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR, _figure, _label, _png, legend_beside
+from perception_gap.reports.reading import entries
+from perception_gap.reports.reading import results as read_results
+from perception_gap.schema import Latency, RankFidelity, Results, RolloutGroup, Rollouts
 from perception_gap.wording import finite
 
 MAX_ROWS = 60
 
 
-def interval_bars(groups: Sequence[Mapping[str, Any]]) -> Markup | None:
-    """Success rate of each policy/task, sim and real side by side, with their interval bars."""
-    rows = [g for g in groups if finite(g.get("rate"))][:MAX_ROWS]
+def interval_bars(groups: Sequence[RolloutGroup | Mapping[str, Any]]) -> Markup | None:
+    """Success rate of each policy/task, sim and real side by side, with their interval bars
+    (`rollouts.groups`, typed or their JSON form)."""
+    rows = [g for g in entries(RolloutGroup, list(groups)) if finite(g.rate)][:MAX_ROWS]
     if not rows:
         return None
-    keys = list(dict.fromkeys(f"{g['policy']}/{g['task']}" for g in rows))
+    keys = list(dict.fromkeys(f"{g.policy}/{g.task}" for g in rows))
     fig = _figure(6.4, 0.9 + 0.35 * len(keys))
     ax = fig.add_subplot()
     for g in rows:
-        y = keys.index(f"{g['policy']}/{g['task']}") + (-0.15 if g["domain"] == "sim" else 0.15)
-        lo, hi = g.get("ci_low", g["rate"]), g.get("ci_high", g["rate"])
-        ax.errorbar([g["rate"]], [y], xerr=[[g["rate"] - lo], [hi - g["rate"]]], fmt="o", capsize=3,
-                    color=SIM_COLOR if g["domain"] == "sim" else REAL_COLOR)
+        y = keys.index(f"{g.policy}/{g.task}") + (-0.15 if g.domain == "sim" else 0.15)
+        # a group without its interval is drawn as the bare rate
+        lo = g.rate if g.ci_low is None else g.ci_low
+        hi = g.rate if g.ci_high is None else g.ci_high
+        ax.errorbar([g.rate], [y], xerr=[[g.rate - lo], [hi - g.rate]], fmt="o", capsize=3,
+                    color=SIM_COLOR if g.domain == "sim" else REAL_COLOR)
     ax.set_yticks(range(len(keys)), [_label(k, 32) for k in keys])
     ax.set_ylim(len(keys) - 0.5, -0.5)  # first row on top; each row's two marks well inside the axes
     ax.set_xlim(-0.02, 1.02)
@@ -130,33 +138,34 @@ TEMPLATE = r"""{% extends "page.html" %}
 """
 
 
-def _rollouts(sec: Mapping[str, Any]) -> tuple[list[Markup], list[dict[str, Any]]]:
-    plots = [p for p in [interval_bars(sec.get("groups") or [])] if p]
-    groups = {"title": f"Success rates ({sec.get('ci_method')} {num((sec.get('confidence') or 0) * 100, 0)}% CI)",
+def _rollouts(sec: Rollouts) -> tuple[list[Markup], list[dict[str, Any]]]:
+    groups_ = sec.groups or []
+    plots = [p for p in [interval_bars(groups_)] if p]
+    groups = {"title": f"Success rates ({sec.ci_method} {num((sec.confidence or 0) * 100, 0)}% CI)",
               "head": ["policy", "task", "domain", "n", "successes", "rate", "CI"],
-              "rows": [[g["policy"], g["task"], g["domain"], g["n"], g["successes"], num(g["rate"]),
-                        ci(g["ci_low"], g["ci_high"])] for g in (sec.get("groups") or [])[:MAX_ROWS]]}
+              "rows": [[g.policy, g.task, g.domain, g.n, g.successes, num(g.rate), ci(g.ci_low, g.ci_high)]
+                       for g in groups_[:MAX_ROWS]]}
     comps = {"title": "Sim vs real (drop = sim - real, Newcombe hybrid score CI)",
              "head": ["policy", "task", "sim", "real", "drop", "drop CI",
                       "rollouts needed per side (\u2014: no drop to resolve, or beyond the search)"],
              "rows": [[c["policy"], c["task"], num(c["sim_rate"]), num(c["real_rate"]), signed(c["drop"]),
-                       ci(*c["drop_ci"]), labelled(c["rollouts_needed"])] for c in (sec.get("comparisons") or [])]}
+                       ci(*c["drop_ci"]), labelled(c["rollouts_needed"])] for c in (sec.comparisons or [])]}
     modes = {"title": "Failure modes (failed episodes per category)", "head": ["policy/task", "categories", "sim",
                                                                                "real", "test", "p"],
              "rows": [[k, ", ".join(v["categories"]), labelled(dict(zip(v["categories"], v["sim"]))),
                        labelled(dict(zip(v["categories"], v["real"]))), v["test"],
-                       num(v["p_value"])] for k, v in (sec.get("failure_modes") or {}).items()]}
+                       num(v["p_value"])] for k, v in (sec.failure_modes or {}).items()]}
     lengths = {"title": "Episode length (p10 / p50 / p90)", "head": ["policy/task", "sim", "real"],
                "rows": [[k] + [(f"{num(v[d]['p10'], 1)} / {num(v[d]['p50'], 1)} / {num(v[d]['p90'], 1)} "
                                 f"(n {v[d]['n']})" if d in v else MISSING) for d in ("sim", "real")]
-                        for k, v in (sec.get("episode_lengths") or {}).items()]}
+                        for k, v in (sec.episode_lengths or {}).items()]}
     return plots, [t for t in (groups, comps, modes, lengths) if t["rows"]]
 
 
-def _rank(sec: Mapping[str, Any]) -> tuple[list[Markup], list[dict[str, Any]]]:
-    tasks = sec.get("tasks") or {}
+def _rank(sec: RankFidelity) -> tuple[list[Markup], list[dict[str, Any]]]:
+    tasks = sec.tasks or {}
     plots = [p for p in (rank_scatter(k, v) for k, v in list(tasks.items())[:12]) if p]
-    mean = sec.get("mean") or {}
+    mean = sec.mean or {}
     rows = [[k, v["n_policies"], num(v["mmrv"]), ci(*(v.get("mmrv_ci") or (None, None))), num(v["pearson"]),
              ci(*(v.get("pearson_ci") or (None, None)))] for k, v in tasks.items()]
     rows.append(["mean over tasks", MISSING, num(mean.get("mmrv")), MISSING, num(mean.get("pearson")), MISSING])
@@ -164,16 +173,17 @@ def _rank(sec: Mapping[str, Any]) -> tuple[list[Markup], list[dict[str, Any]]]:
                     "head": ["task", "policies", "MMRV", "CI", "Pearson", "CI"], "rows": rows}]
 
 
-def _latency(sec: Mapping[str, Any]) -> tuple[list[Markup], list[dict[str, Any]]]:
-    plots = [p for p in (latency_histogram(sec.get("end_to_end_sample") or [], sec.get("tick_ms")),
-                         stage_bars(sec.get("stages") or {}, sec.get("stage_order") or [], sec.get("tick_ms"))) if p]
-    rows = [[s, num(v["p50"], 2), num(v["p95"], 2), num(v["p99"], 2)] for s, v in (sec.get("stages") or {}).items()]
-    e = sec.get("end_to_end") or {}
+def _latency(sec: Latency) -> tuple[list[Markup], list[dict[str, Any]]]:
+    stages = sec.stages or {}
+    plots = [p for p in (latency_histogram(sec.end_to_end_sample or [], sec.tick_ms),
+                         stage_bars(stages, sec.stage_order or [], sec.tick_ms)) if p]
+    rows = [[s, num(v["p50"], 2), num(v["p95"], 2), num(v["p99"], 2)] for s, v in stages.items()]
+    e = sec.end_to_end or {}
     rows.append(["end to end", num(e.get("p50"), 2), num(e.get("p95"), 2), num(e.get("p99"), 2)])
-    summary = [["tick (ms)", num(sec.get("tick_ms"), 2)], ["overrun fraction", num(sec.get("overrun_fraction"))],
-               ["staleness (whole ticks between capture and action)", labelled(sec.get("staleness_ticks"))],
-               ["tick period jitter (ms, std)", num(sec.get("jitter_ms"), 2)],
-               ["end-to-end jitter (ms, std)", num(sec.get("e2e_jitter_ms"), 2)], ["ticks", sec.get("n_ticks")]]
+    summary = [["tick (ms)", num(sec.tick_ms, 2)], ["overrun fraction", num(sec.overrun_fraction)],
+               ["staleness (whole ticks between capture and action)", labelled(sec.staleness_ticks)],
+               ["tick period jitter (ms, std)", num(sec.jitter_ms, 2)],
+               ["end-to-end jitter (ms, std)", num(sec.e2e_jitter_ms, 2)], ["ticks", sec.n_ticks]]
     return plots, [{"title": "Latency per stage (ms, from the previous stage)", "head": ["stage", "p50", "p95", "p99"],
                     "rows": rows}, {"title": "Budget", "head": ["", ""], "rows": summary}]
 
@@ -183,18 +193,19 @@ _SECTIONS = {"rollouts": ("Rollouts: success rates, sim vs real", _rollouts),
              "latency": ("Latency budget against the control tick", _latency)}
 
 
-def render_evaluation(results: Mapping[str, Any]) -> str:
-    """One self-contained HTML document for the section that `results` holds."""
-    kind = next((k for k in _SECTIONS if isinstance(results.get(k), Mapping)), None)
+def render_evaluation(results: Results | Mapping[str, Any]) -> str:
+    """One self-contained HTML document for the section that `results` holds (a `Results` or its JSON form)."""
+    res = read_results(results)
+    present = {"rollouts": res.rollouts, "rank_fidelity": res.rank_fidelity, "latency": res.latency}
+    kind = next((k for k, v in present.items() if v is not None), None)
     if kind is None:
         raise ValueError("results hold no rollouts, rank_fidelity or latency section")
-    sec = results[kind]
+    sec: Any = present[kind]
     title, build = _SECTIONS[kind]
     plots, tables = build(sec)
     return page.render(
-        TEMPLATE, kind=kind, title=title, version=results.get("version"),
-        source=(results.get("config") or {}).get("file"),
-        gates=[{"name": g.get("name"), "value": num(g.get("value")), "threshold": num(g.get("threshold")),
-                "word": outcome(g), "rule": threshold_rule(g)} for g in sec.get("gates") or []],
-        findings=results.get("findings") or [], plots=plots, tables=tables,
-        skipped=[compact(s, 200) for s in (sec.get("skipped") or [])[:100]])
+        TEMPLATE, kind=kind, title=title, version=res.version, source=res.config.file if res.config else None,
+        gates=[{"name": g.name, "value": num(g.value), "threshold": num(g.threshold), "word": outcome(g),
+                "rule": threshold_rule(g)} for g in sec.gates or []],
+        findings=res.findings or [], plots=plots, tables=tables,
+        skipped=[compact(s, 200) for s in (sec.skipped or [])[:100]])

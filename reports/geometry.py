@@ -2,7 +2,9 @@
 
 Reads the sections those commands write to results.json and lays them out; every number
 drawn is already in the results (the policy's per-dimension quantiles, the per-step errors,
-the grid's per-point errors and the fitted slope).
+the grid's per-point errors and the fitted slope). The sections are read typed (`PolicyCheck`,
+`Replay`, `Reprojection` of perception_gap.schema); a plain or partial results.json is read into
+them by `reports.reading`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ from perception_gap.reports import page
 from perception_gap.reports.decisions import outcome, threshold_rule
 from perception_gap.reports.format import num
 from perception_gap.reports.plots import PALETTE, REAL_COLOR, SIM_COLOR, _figure, _png, legend_beside
+from perception_gap.reports.reading import blank, entries, section
+from perception_gap.reports.reading import results as read_results
+from perception_gap.schema import GateEntry, PolicyCheck, Replay, Reprojection, Results
+from perception_gap.schema.sections import KnownPoints, ReplayEpisode, ReprojectionGrid
 from perception_gap.wording import finite, sig
+
+RepLike = Reprojection | Mapping[str, Any]
 
 MAX_LAYERS = 4
 
@@ -47,27 +55,28 @@ def _flat_zero(values: Sequence[Any]) -> bool:
     return all(finite(v) and v == 0 for v in values)
 
 
-def replay_plot(episodes: Sequence[Mapping[str, Any]]) -> Markup | None:
+def replay_plot(episodes: Sequence[ReplayEpisode | Mapping[str, Any]]) -> Markup | None:
     """Every episode's translation error (mm) per step, and rotation error (deg) in a panel below
     unless it is 0 at every step of every episode; each episode one colour and a legend entry, its
-    divergence onset dashed and its first contact dotted in the same colour."""
-    eps = [e for e in episodes if e.get("steps")]
+    divergence onset dashed and its first contact dotted in the same colour (`replay.episodes`,
+    typed or their JSON form)."""
+    eps = [e for e in entries(ReplayEpisode, list(episodes)) if e.steps]
     if not eps:
         return None
-    rotation = not all(_flat_zero(e.get("rotation_error_deg") or []) for e in eps)
+    rotation = not all(_flat_zero(e.rotation_error_deg or []) for e in eps)
     fig = _figure(7.2, 5.0 if rotation else 3.0)
     axes = fig.subplots(2 if rotation else 1, 1, sharex=True, squeeze=False)[:, 0]
-    series = [("translation_error", 1000.0, "translation error (mm)")]
+    series = [([e.translation_error for e in eps], 1000.0, "translation error (mm)")]
     if rotation:
-        series.append(("rotation_error_deg", 1.0, "rotation error (deg)"))
-    for ax, (key, scale, ylabel) in zip(axes, series):
-        for i, e in enumerate(eps):
+        series.append(([e.rotation_error_deg for e in eps], 1.0, "rotation error (deg)"))
+    for ax, (errors, scale, ylabel) in zip(axes, series):
+        for i, (e, err) in enumerate(zip(eps, errors)):
             colour = PALETTE[i % len(PALETTE)]
-            ax.plot(e["steps"], [v * scale if finite(v) else math.nan for v in e.get(key) or []], color=colour, lw=1.2,
-                    label=f"episode {e.get('episode')}")
-            for mark, style in (("divergence_step", "--"), ("first_contact_step", ":")):
-                if finite(e.get(mark)):
-                    ax.axvline(e[mark], color=colour, ls=style, lw=1)
+            ax.plot(e.steps, [v * scale if finite(v) else math.nan for v in err or []], color=colour, lw=1.2,
+                    label=f"episode {e.episode}")
+            for mark, style in ((e.divergence_step, "--"), (e.first_contact_step, ":")):
+                if finite(mark):
+                    ax.axvline(mark, color=colour, ls=style, lw=1)
         ax.set_ylabel(ylabel, fontsize=8)
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel("step")
@@ -81,7 +90,7 @@ def replay_plot(episodes: Sequence[Mapping[str, Any]]) -> Markup | None:
     return _png(fig)
 
 
-def _layers(pts: Sequence[Sequence[float]], rep: Mapping[str, Any]) -> list[float]:
+def _layers(pts: Sequence[Sequence[float]], rep: Reprojection) -> list[float]:
     """The grid layers (z) the heatmaps draw, the same for the error and the coverage figures: all
     of them up to MAX_LAYERS; past that, the layers holding the most initial states and failures
     when the check has coverage (so no start is hidden in an undrawn layer while a drawn one is
@@ -89,8 +98,8 @@ def _layers(pts: Sequence[Sequence[float]], rep: Mapping[str, Any]) -> list[floa
     zs = sorted({round(p[2], 6) for p in pts})
     if len(zs) <= MAX_LAYERS:
         return zs
-    cells = (rep.get("coverage") or {}).get("cells") if isinstance(rep.get("coverage"), Mapping) else None
-    counts = [(a or 0) + (b or 0) for a, b in zip((cells or {}).get("n_states") or [], (cells or {}).get("n_failures") or [])]
+    cells = (rep.coverage or {}).get("cells") or {}
+    counts = [(a or 0) + (b or 0) for a, b in zip(cells.get("n_states") or [], cells.get("n_failures") or [])]
     if len(counts) == len(pts) and any(counts):
         per_z = {z: 0 for z in zs}
         for p, c in zip(pts, counts):
@@ -99,10 +108,16 @@ def _layers(pts: Sequence[Sequence[float]], rep: Mapping[str, Any]) -> list[floa
     return [zs[round(i * (len(zs) - 1) / (MAX_LAYERS - 1))] for i in range(MAX_LAYERS)]
 
 
-def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
-    """Heatmaps of the error per grid layer (z), and error against distance with the fitted line."""
-    grid = rep.get("grid") or {}
-    pts, err = grid.get("points") or [], grid.get("error_px") or []
+def _reprojection_section(rep: RepLike) -> Reprojection:
+    return section(Reprojection, rep) or blank(Reprojection)
+
+
+def reprojection_plots(rep: RepLike) -> list[Markup]:
+    """Heatmaps of the error per grid layer (z), and error against distance with the fitted line
+    (the `reprojection` section, typed or its JSON form)."""
+    rep = _reprojection_section(rep)
+    grid = rep.grid or blank(ReprojectionGrid)
+    pts, err = grid.points or [], grid.error_px or []
     if not pts:
         return []
     zs = _layers(pts, rep)
@@ -123,7 +138,7 @@ def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
         ax.set_aspect("equal", adjustable="datalim")
     fig.colorbar(sc, ax=fig.axes, label="error (px)")
     out = [_png(fig)]
-    centre, slope, icpt = rep.get("centre"), rep.get("slope_px_per_m"), rep.get("intercept_px")
+    centre, slope, icpt = rep.centre, rep.slope_px_per_m, rep.intercept_px
     if isinstance(centre, list) and finite(slope) and finite(icpt):
         fig2 = _figure(4.8, 3.0)
         ax = fig2.add_subplot()
@@ -138,12 +153,14 @@ def reprojection_plots(rep: Mapping[str, Any]) -> list[Markup]:
     return out
 
 
-def coverage_plot(rep: Mapping[str, Any]) -> Markup | None:
+def coverage_plot(rep: RepLike) -> Markup | None:
     """Per grid layer (z): training initial states per cell (squares, shaded by count) and the
-    failures (red circles, area by count), to read beside the error heatmap of the same layers."""
-    grid, cov = rep.get("grid") or {}, rep.get("coverage")
-    pts = grid.get("points") or []
-    if not pts or not isinstance(cov, Mapping) or not isinstance(cov.get("cells"), Mapping):
+    failures (red circles, area by count), to read beside the error heatmap of the same layers
+    (the `reprojection` section, typed or its JSON form)."""
+    rep = _reprojection_section(rep)
+    cov = rep.coverage
+    pts = (rep.grid or blank(ReprojectionGrid)).points or []
+    if not pts or cov is None or not isinstance(cov.get("cells"), Mapping):
         return None
     states, fails = cov["cells"].get("n_states") or [], cov["cells"].get("n_failures") or []
     if len(states) != len(pts) or len(fails) != len(pts):
@@ -253,39 +270,44 @@ def _coverage(cov: Any) -> dict[str, Any] | None:
     return {"verdict": verdict, "rule": cov.get("rule", ""), "rows": _cells(rows)}
 
 
-def _gate(section: Mapping[str, Any]) -> dict[str, Any] | None:
-    g = section.get("gate")
-    if not isinstance(g, Mapping):
+def _gate(g: GateEntry | None) -> dict[str, Any] | None:
+    if g is None:
         return None
-    return {"name": g.get("name"), "word": outcome(g), "rule": threshold_rule(g)}
+    return {"name": g.name, "word": outcome(g), "rule": threshold_rule(g)}
 
 
-def _policy(pc: Mapping[str, Any]) -> dict[str, Any]:
+def _policy(pc: PolicyCheck) -> dict[str, Any]:
+    per_dim = pc.per_dim or []
     rows = [[str(i), d.get("sim_std"), d.get("real_std"), d.get("paired_diff_mean"), d.get("paired_diff_rel")]
-            for i, d in enumerate(pc.get("per_dim") or [])]
-    return {"n_pairs": num(pc.get("n_pairs")), "spec": pc.get("policy", ""), "gate": _gate(pc), "rows": _cells(rows),
-            "plot": policy_plot(pc.get("per_dim") or [])}
+            for i, d in enumerate(per_dim)]
+    return {"n_pairs": num(pc.n_pairs), "spec": pc.policy or "", "gate": _gate(pc.gate), "rows": _cells(rows),
+            "plot": policy_plot(per_dim)}
 
 
-def _replay(rp: Mapping[str, Any]) -> dict[str, Any]:
-    tr, rot = rp.get("translation_error") or {}, rp.get("rotation_error_deg") or {}
-    rows = [[str(e.get("episode")), e.get("translation_mean"), e.get("rotation_mean_deg"), e.get("divergence_step"),
-             e.get("first_contact_step"), str(e.get("cause") or "-")] for e in rp.get("episodes") or []]
+def _replay(rp: Replay) -> dict[str, Any]:
+    tr, rot = rp.translation_error or {}, rp.rotation_error_deg or {}
+    episodes = entries(ReplayEpisode, rp.episodes)
+    rows = [[str(e.episode), e.translation_mean, e.rotation_mean_deg, e.divergence_step, e.first_contact_step,
+             str(e.cause or "-")] for e in episodes]
     return {"translation_mm": num((tr.get("mean") or 0) * 1000), "rotation_deg": num(rot.get("mean")),
-            "divergence": num(rp.get("divergence_step")), "gate": _gate(rp), "rows": _cells(rows),
-            "plot": replay_plot(rp.get("episodes") or [])}
+            "divergence": num(rp.divergence_step), "gate": _gate(rp.gate), "rows": _cells(rows),
+            "plot": replay_plot(episodes)}
 
 
-def _reprojection(rep: Mapping[str, Any]) -> dict[str, Any]:
-    rows = [[k, rep.get(k)] for k in ("mean", "median", "max", "slope_px_per_m", "growth_px", "structured", "n_points",
-                                      "n_valid", "n_behind", "n_outside")]
-    known = rep.get("points")
+def _known(known: KnownPoints | None) -> dict[str, Any] | None:
+    if known is None:
+        return None
+    return {"n": num(known.n), "real_rms": num(known.real_rms_px), "sim_rms": num(known.sim_rms_px)}
+
+
+def _reprojection(rep: Reprojection) -> dict[str, Any]:
+    rows = [["mean", rep.mean], ["median", rep.median], ["max", rep.max], ["slope_px_per_m", rep.slope_px_per_m],
+            ["growth_px", rep.growth_px], ["structured", rep.structured], ["n_points", rep.n_points],
+            ["n_valid", rep.n_valid], ["n_behind", rep.n_behind], ["n_outside", rep.n_outside]]
     plots = reprojection_plots(rep)  # the error heatmap first, the coverage beside it, then the distance plot
-    return {"gate": _gate(rep), "rows": _cells(rows),
-            "known": {"n": num(known.get("n")), "real_rms": num(known.get("real_rms_px")),
-                      "sim_rms": num(known.get("sim_rms_px"))} if isinstance(known, Mapping) else None,
-            "fit": _camera_fit(rep.get("camera_fit")), "heatmap": plots[0] if plots else None,
-            "coverage": _coverage(rep.get("coverage")), "coverage_plot": coverage_plot(rep), "more_plots": plots[1:]}
+    return {"gate": _gate(rep.gate), "rows": _cells(rows), "known": _known(rep.points),
+            "fit": _camera_fit(rep.camera_fit), "heatmap": plots[0] if plots else None,
+            "coverage": _coverage(rep.coverage), "coverage_plot": coverage_plot(rep), "more_plots": plots[1:]}
 
 
 def _vec(v: Any) -> str:
@@ -304,13 +326,13 @@ def _camera_fit(fit: Any) -> dict[str, Any] | None:
             "ambiguous": bool(fit.get("ambiguous")), "rule": fit.get("rule", ""), "rows": _cells(rows)}
 
 
-def render_geometry_report(results: Mapping[str, Any]) -> str:
-    """One self-contained HTML page for whichever of `policy_check`, `replay`, `reprojection` is present."""
-    def section(key: str, build: Any) -> dict[str, Any] | None:
-        return build(results[key]) if isinstance(results.get(key), Mapping) else None
-
+def render_geometry_report(results: Results | Mapping[str, Any]) -> str:
+    """One self-contained HTML page for whichever of `policy_check`, `replay`, `reprojection` is present
+    (a `Results` or its JSON form)."""
+    res = read_results(results)
     # built in page order, so the figures are drawn in the order they appear
-    policy, replay, reprojection = (section("policy_check", _policy), section("replay", _replay),
-                                    section("reprojection", _reprojection))
-    return page.render(PAGE, version=results.get("version", ""), findings=results.get("findings") or [],
+    policy = _policy(res.policy_check) if res.policy_check is not None else None
+    replay = _replay(res.replay) if res.replay is not None else None
+    reprojection = _reprojection(res.reprojection) if res.reprojection is not None else None
+    return page.render(PAGE, version="" if res.version is None else res.version, findings=res.findings or [],
                        policy=policy, replay=replay, reprojection=reprojection)

@@ -9,6 +9,9 @@ beyond choosing colour-scale and axis limits and laying the numbers out.
 Hand-written SVG rather than matplotlib PNG: every cell is a `<rect>` whose fill is its value on the
 scale its colour bar states, every profile point sits where its axis ticks say, so the drawing can be
 read back (tests/test_report_maps.py), and the section adds no rasterizing time to a report.
+
+The section is read typed (`Maps` of perception_gap.schema); a plain or partial `maps` object is
+read into it by `reports.reading`.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from jinja2 import Environment
 from markupsafe import Markup
 
 from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR
+from perception_gap.reports.reading import section
 from perception_gap.reports.safe_text import escape, finalize
+from perception_gap.schema import Maps, MapSide
 from perception_gap.wording import finite, sig
 
 CELL = 6  # px per thumbnail pixel: a 32 x 32 map is 192 px square
@@ -195,14 +200,20 @@ def _swatch(side: str, col: str) -> Markup:
                   f'y1="5.5" y2="5.5" stroke="{col}" stroke-width="1.6"{dash}/>{mark}</svg>')
 
 
-def _profiles(maps: Mapping[str, Any], size: int, colours: Mapping[str, str]) -> list[Markup]:
-    sides = {s: maps[s] for s in SIDES if isinstance(maps.get(s), Mapping)}
+def _sides(maps: Maps) -> dict[str, MapSide]:
+    """The sides the maps hold, in `SIDES` order."""
+    both = {"real": maps.real, "sim": maps.sim}
+    return {s: m for s in SIDES if (m := both[s]) is not None}
+
+
+def _profiles(maps: Maps, size: int, colours: Mapping[str, str]) -> list[Markup]:
+    sides = _sides(maps)
     out = []
-    radial = {s: _values(m.get("radial")) for s, m in sides.items()}
+    radial = {s: _values(m.radial) for s, m in sides.items()}
     radial = {s: v for s, v in radial.items() if v}
     if radial:
         k = max(len(v) for v in radial.values())
-        edges = maps.get("ring_edges")
+        edges = maps.ring_edges
         if isinstance(edges, list) and len(edges) == k + 1 and all(finite(e) for e in edges):
             xs = [(edges[i] + edges[i + 1]) / 2 for i in range(k)]
             xlim, xticks, xgrid = (0.0, float(edges[-1])), [0, 0.5, 1], edges[1:-1]
@@ -215,10 +226,11 @@ def _profiles(maps: Mapping[str, Any], size: int, colours: Mapping[str, str]) ->
         if p:
             out.append(p)
     step = 10 if size > 12 else 2
-    for key, ident, title, xlabel in (("rows", "profile-rows", "Row profile (mean across each row)", "row (0 = top)"),
-                                      ("cols", "profile-cols", "Column profile (mean down each column)",
-                                       "column (0 = left)")):
-        vals = {s: v for s, v in ((s, _values(m.get(key))) for s, m in sides.items()) if v}
+    for profile, ident, title, xlabel in (
+            ({s: m.rows for s, m in sides.items()}, "profile-rows", "Row profile (mean across each row)", "row (0 = top)"),
+            ({s: m.cols for s, m in sides.items()}, "profile-cols", "Column profile (mean down each column)",
+             "column (0 = left)")):
+        vals = {s: v for s, v in ((s, _values(p)) for s, p in profile.items()) if v}
         if vals:
             p = profile_plot({s: (list(range(len(v))), v) for s, v in vals.items()}, colours, ident=ident, title=title,
                              xlabel=xlabel, ylabel="mean linear light", xlim=(0.0, float(size - 1)),
@@ -251,40 +263,42 @@ SECTION = r"""<section id="maps">
 """
 
 
-def maps_section(maps: Any, names: Mapping[str, Any], colours: Mapping[str, str]) -> Markup | None:
+def maps_section(maps: Maps | Mapping[str, Any] | None, names: Mapping[str, Any],
+                 colours: Mapping[str, str]) -> Markup | None:
     """The "Where the frames differ" section of the report, or None when `maps` holds no drawable map.
 
     Args:
-        maps: `results["maps"]` (see the module docstring); anything else gives None.
+        maps: `results.maps` (see the module docstring), typed or its JSON form; anything else gives None.
         names: set name per side (`{"sim": ..., "real": ...}`), as captions.
         colours: colour per side (`{"sim": ..., "real": ...}`) for the profile lines.
 
     Returns:
         The section's HTML (names escaped).
     """
-    if not isinstance(maps, Mapping):
+    sec = section(Maps, maps)
+    if sec is None:
         return None
-    size = maps.get("size") if isinstance(maps.get("size"), int) and maps.get("size") > 1 else 32
-    grids = {s: _grid((maps.get(s) or {}).get("mean_linear") if isinstance(maps.get(s), Mapping) else None, size)
-             for s in ("sim", "real")}
+    size = sec.size if isinstance(sec.size, int) and sec.size > 1 else 32
+    sides = _sides(sec)
+    grids = {s: _grid(sides[s].mean_linear if s in sides else None, size) for s in ("sim", "real")}
     if not any(grids.values()):
         return None
     side_px = size * CELL + 2
     # One greyscale for both sets, from black at 0 so brightness ratios read as they are.
     hi = max(_finite(*grids.values()) + [0.0]) or 1.0
-    means = [{"side": s, "name": names.get(s), "n": (maps.get(s) or {}).get("n_frames"),
+    means = [{"side": s, "name": names.get(s), "n": sides[s].n_frames,
               "svg": heatmap(grids[s], 0.0, hi, CMAP_MEAN, ident=f"map-{s}", label=f"{s} mean, linear light")}
              for s in ("sim", "real") if grids[s]]
     mean_bar = colour_bar(0.0, hi, CMAP_MEAN, ident="bar-mean", units="linear light", ticks=[0.0, hi / 2, hi],
                           height=side_px - 2)
     paired = None
-    pr = maps.get("paired")
-    if isinstance(pr, Mapping):
-        sg, ab = _grid(pr.get("mean_signed_diff"), size), _grid(pr.get("mean_abs_diff"), size)
+    pr = sec.paired
+    if pr is not None:
+        sg, ab = _grid(pr.mean_signed_diff, size), _grid(pr.mean_abs_diff, size)
         if sg and ab:
             m = max([abs(v) for v in _finite(sg)] + [0.0]) or EMPTY_SPAN
             top = max(_finite(ab) + [0.0]) or EMPTY_SPAN
-            paired = {"n_pairs": pr.get("n_pairs"),
+            paired = {"n_pairs": pr.n_pairs,
                       "signed": heatmap(sg, -m, m, CMAP_SIGNED, ident="map-signed",
                                         label="mean signed difference, sim minus real, linear light"),
                       "signed_bar": colour_bar(-m, m, CMAP_SIGNED, ident="bar-signed", units="linear light, sim \u2212 real",
@@ -294,10 +308,9 @@ def maps_section(maps: Any, names: Mapping[str, Any], colours: Mapping[str, str]
                       "abs_bar": colour_bar(0.0, top, CMAP_ABS, ident="bar-abs", units="linear light, |sim \u2212 real|",
                                             ticks=[0.0, top / 2, top], height=side_px - 2)}
     side_colours = {s: colours.get(s) or (SIM_COLOR if s == "sim" else REAL_COLOR) for s in SIDES}
-    profiles = _profiles(maps, size, side_colours)
-    key = [{"side": s, "name": names.get(s), "swatch": _swatch(s, side_colours[s])} for s in SIDES
-           if isinstance(maps.get(s), Mapping)]
-    turned = maps.get("orientation_applied")
+    profiles = _profiles(sec, size, side_colours)
+    key = [{"side": s, "name": names.get(s), "swatch": _swatch(s, side_colours[s])} for s in sides]
+    turned = sec.orientation_applied
     env = Environment(autoescape=True, finalize=finalize, trim_blocks=True, lstrip_blocks=True)
     return Markup(env.from_string(SECTION).render(
         size=size, means=means, mean_bar=mean_bar, paired=paired, profiles=profiles, key=key,
