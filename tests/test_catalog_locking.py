@@ -2,8 +2,9 @@
 `--wait`), readers keep working during a write, and a writer that dies (SIGKILL, SIGTERM, its
 holder gone) leaves neither a stale lock nor a pool worker behind.
 
-Every command runs as a subprocess of `python cli.py` with a timeout, so a regression that hangs
-fails instead of stalling the suite.
+The writers raced or killed run as subprocesses of `python cli.py` (with a timeout, so a regression
+that hangs fails instead of stalling the suite); the commands that meet them run in-process, as
+`cli.main` (a refused writer returns at once; the readers read between the writer's batches).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.cli_process import CLI, ENV, N_CRASH, REPO, clean, cli, count, frames_dir, one_line_error, paired_catalog
+from perception_gap import cli as pg_cli
+from tests.cli_process import CLI, ENV, N_CRASH, REPO, clean, cli, count, frames_dir, one_line, paired_catalog
 
 T = 120  # seconds: every command here but the first finishes in a few
 
@@ -33,7 +35,22 @@ def crash_world(tmp_path_factory):
     return paired_catalog(tmp_path_factory)
 
 
-def test_two_writers_and_readers_on_one_catalog(crash_world, tmp_path):
+def _plain_read(db: Path) -> int:
+    """Embeddings counted by a plain DuckDB reader, in between the writer's batches."""
+    for _ in range(200):
+        try:
+            con = duckdb.connect(str(db), read_only=True)
+        except duckdb.IOException:
+            time.sleep(0.02)
+            continue
+        try:
+            return con.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+        finally:
+            con.close()
+    raise AssertionError("no read got in between the writer's batches in 4 s")
+
+
+def test_two_writers_and_readers_on_one_catalog(crash_world, tmp_path, capfd):
     tmp, template = crash_world
     db = tmp_path / "c.duckdb"
     db.write_bytes(template.read_bytes())
@@ -46,30 +63,22 @@ def test_two_writers_and_readers_on_one_catalog(crash_world, tmp_path):
         time.sleep(0.02)
     assert writer.poll() is None, "the writer finished before the test could race it"
     # a second writer fails at once, naming the holder
-    second = cli("index", "--manifest", tmp / "m.jsonl", "--db", db)
-    one_line_error(second, "being written by", f"pid {writer.pid}", "embed", "--wait")
+    assert pg_cli.main(["index", "--manifest", str(tmp / "m.jsonl"), "--db", str(db)]) == 2
+    one_line(capfd, "being written by", f"pid {writer.pid}", "embed", "--wait")
     # a second writer that may wait starts now and finishes after the first
     waiting = subprocess.Popen(CLI + ["index", "--manifest", str(tmp / "m.jsonl"), "--db", str(db), "--wait", "300"],
                                env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # readers keep working while the writer writes, and see its progress
+    # readers keep working while the writer writes, and see what it wrote
     seen = []
     while writer.poll() is None and len(seen) < 40:
-        r = cli("drift", "--history", "--db", db)
-        clean(r)
-        assert r.returncode == 0, r.stderr
-        con = None
-        for _ in range(200):  # a plain DuckDB reader: in between the writer's batches
-            try:
-                con = duckdb.connect(str(db), read_only=True)
-                break
-            except duckdb.IOException:
-                time.sleep(0.02)
-        assert con is not None
-        seen.append(con.execute("SELECT count(*) FROM embeddings").fetchone()[0])
-        con.close()
+        assert pg_cli.main(["drift", "--history", "--db", str(db)]) == 0
+        assert "Traceback" not in capfd.readouterr().err
+        seen.append(_plain_read(db))
+        time.sleep(0.25)
     out, err = writer.communicate(timeout=300)
     assert writer.returncode == 0, err
-    assert len(seen) >= 2 and seen[-1] > seen[0], seen  # read during the write, and the count grew
+    seen.append(_plain_read(db))
+    assert len(seen) >= 3 and seen[-1] > seen[0], seen  # read twice during the write, and the count grew
     out, err = waiting.communicate(timeout=300)
     assert waiting.returncode == 0 and "Traceback" not in err, err
     assert out.count(f"{N_CRASH} listed, 0 new, 0 changed, {N_CRASH} unchanged") == 2, out  # it ran, after the writer
@@ -79,7 +88,7 @@ def test_two_writers_and_readers_on_one_catalog(crash_world, tmp_path):
     assert not lock.exists()  # released: the lock file removed with the last writer
 
 
-def test_lock_is_released_when_the_holder_is_killed(tmp_path):
+def test_lock_is_released_when_the_holder_is_killed(tmp_path, capfd):
     """flock dies with its process: a kill -9'd writer never leaves a stale lock."""
     frames_dir(tmp_path / "a", 3)
     db = tmp_path / "c.duckdb"
@@ -89,16 +98,17 @@ def test_lock_is_released_when_the_holder_is_killed(tmp_path):
         "c = Catalog(%r); print('held', flush=True); time.sleep(600)") % (str(REPO), str(db))],
         stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
-    one_line_error(cli("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db), f"pid {holder.pid}")
+    index = ["index", str(tmp_path / "a"), "--set", "s", "--domain", "sim", "--db", str(db)]
+    assert pg_cli.main(index) == 2
+    one_line(capfd, f"pid {holder.pid}")
     t0 = time.perf_counter()
-    one_line_error(cli("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db, "--wait", "1"),
-                    "after waiting 1 s")
+    assert pg_cli.main(index + ["--wait", "1"]) == 2
+    one_line(capfd, "after waiting 1 s")
     assert time.perf_counter() - t0 >= 1.0
     holder.kill()
     holder.wait()
-    p = cli("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db)
-    clean(p)
-    assert p.returncode == 0, p.stderr
+    assert pg_cli.main(index) == 0
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def _children(pid: int) -> list[int]:
@@ -133,12 +143,12 @@ def many_frames(tmp_path_factory):
             Image.fromarray(np.roll(base, i, axis=1)).save(tmp / name / f"f{i:04d}.jpg", quality=90)
     db = tmp / "c.duckdb"
     for name in ("sim", "real"):
-        assert cli("index", tmp / name, "--set", name, "--domain", name, "--db", db, "-q", timeout=300).returncode == 0
+        assert pg_cli.main(["index", str(tmp / name), "--set", name, "--domain", name, "--db", str(db), "-q"]) == 0
     return tmp, db
 
 
 @pytest.mark.parametrize("command,sig", [("stats", signal.SIGKILL), ("stats", signal.SIGTERM), ("run", signal.SIGKILL)])
-def test_killed_writer_leaves_no_worker_and_no_stale_lock(many_frames, tmp_path, command, sig):
+def test_killed_writer_leaves_no_worker_and_no_stale_lock(many_frames, tmp_path, capfd, command, sig):
     tmp, base_db = many_frames
     db = tmp_path / "c.duckdb"
     shutil.copy(base_db, db)  # no statistics cached yet
@@ -164,9 +174,10 @@ def test_killed_writer_leaves_no_worker_and_no_stale_lock(many_frames, tmp_path,
     while time.monotonic() < deadline and not all(_gone(w) for w in workers):
         time.sleep(0.05)
     assert all(_gone(w) for w in workers), [w for w in workers if not _gone(w)]
-    p = cli("index", tmp / "sim", "--set", "sim", "--domain", "sim", "--db", db, timeout=T)  # the next writer
-    clean(p)
-    assert p.returncode == 0 and "400 unchanged" in p.stdout, p.stderr
+    capfd.readouterr()
+    code = pg_cli.main(["index", str(tmp / "sim"), "--set", "sim", "--domain", "sim", "--db", str(db)])  # the next writer
+    out, err = capfd.readouterr()
+    assert code == 0 and "400 unchanged" in out and "Traceback" not in err, err
 
 
 def test_a_lock_held_although_its_holder_is_gone_is_taken_over(tmp_path):

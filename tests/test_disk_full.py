@@ -1,7 +1,10 @@
 """A full disk during every writing command is one line naming it, loses nothing committed, and the
 rerun completes with the numbers of a catalog that never saw a full disk; a full disk while the
 report is written leaves the previous outputs whole. Needs a tmpfs (root); skips where mounting
-is refused."""
+is refused.
+
+The commands that meet the full disk run as `python cli.py` subprocesses; the steps before them and
+the reruns after the disk is freed run in-process (`cli.main`), a fresh open of the catalog either way."""
 
 from __future__ import annotations
 
@@ -9,9 +12,14 @@ import json
 
 import pytest
 
+from perception_gap import cli as pg_cli
 from tests.cli_process import N_PAIR as N
-from tests.cli_process import cli, copy_catalog, indexed_pair, ok, one_line_error, query
+from tests.cli_process import cli, copy_catalog, indexed_pair, one_line_error, query
 from tests.filesystems import disk_full, tmpfs
+
+
+def _ok(*args: object) -> None:
+    assert pg_cli.main([str(a) for a in args]) == 0, args
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +32,7 @@ def test_disk_full_during_index_stats_embed_run_is_one_line_and_the_rerun_comple
     tmp, _ = world
     with tmpfs(tmp_path / "fs") as fs:
         db = fs / "c.duckdb"
-        ok(cli("index", tmp / "sim", "--set", "sim", "--domain", "sim", "--db", db, "-q"))
+        _ok("index", tmp / "sim", "--set", "sim", "--domain", "sim", "--db", db, "-q")
         committed = query(db, "SELECT count(*) FROM frames WHERE set_name = 'sim' AND status = 'ok'")
         assert committed == [(N,)]
         for leave, where in ((0, "(No space"), (4096, "c.duckdb.wal")):  # the lock's holder line, then DuckDB's log
@@ -32,24 +40,27 @@ def test_disk_full_during_index_stats_embed_run_is_one_line_and_the_rerun_comple
                 one_line_error(cli("index", tmp / "real", "--set", "real", "--domain", "real", "--db", db, "-q"),
                                 "disk full", "No space left on device", "rerun", where)
             assert query(db, "SELECT count(*) FROM frames WHERE set_name = 'sim' AND status = 'ok'") == committed
-        ok(cli("index", tmp / "real", "--set", "real", "--domain", "real", "--db", db, "-q"))
+        _ok("index", tmp / "real", "--set", "real", "--domain", "real", "--db", db, "-q")
+        # the camera stage's writes come after the statistics' and the embeddings', which the full disk
+        # stops first; the next test runs it up to a full disk
         steps = {"stats": ("stats", "--sim", "sim", "--real", "real"),
                  "embed": ("embed", "--encoder", "pixel"),
-                 "run": ("run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--out", tmp_path / "out")}
+                 "run": ("run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--no-attribution",
+                         "--out", tmp_path / "out")}
         with disk_full(fs):
             for args in steps.values():
                 one_line_error(cli(*args, "--db", db, "-q"), "disk full", "No space left on device")
         assert not (tmp_path / "out" / "results.json").exists()
         assert query(db, "SELECT count(*) FROM frames WHERE status = 'ok'") == [(2 * N,)]
         # the reruns complete, with the numbers of a catalog that never saw a full disk
-        ok(cli("stats", "--sim", "sim", "--real", "real", "--db", db, "--json", tmp_path / "s.json", "-q"))
+        _ok("stats", "--sim", "sim", "--real", "real", "--db", db, "--json", tmp_path / "s.json", "-q")
         ref = json.loads((tmp / "ref_stats.json").read_text())
         got = json.loads((tmp_path / "s.json").read_text())
         for name in ("sim", "real"):
             assert got["stats"][name]["channel_mean"] == ref["stats"][name]["channel_mean"]
             assert got["sets"][name]["n_usable"] == N
-        ok(cli(*steps["embed"], "--db", db, "-q"))
-        ok(cli(*steps["run"], "--db", db, "-q"))
+        _ok(*steps["embed"], "--db", db, "-q")
+        _ok(*steps["run"], "--db", db, "-q")
         assert query(db, "SELECT count(*) FROM embeddings WHERE encoder = 'pixel'") == [(2 * N,)]
         assert json.loads((tmp_path / "out" / "results.json").read_text())["sets"]["sim"]["n_usable"] == N
 
@@ -60,7 +71,7 @@ def test_disk_full_while_writing_the_report_keeps_the_previous_outputs_whole(wor
         out, js = fs / "out", fs / "copy.json"
         run = ("run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--db", db, "--out", out, "--json", js,
                "-q")
-        ok(cli(*run))
+        _ok(*run)
         before = {p.name: p.read_bytes() for p in (out / "results.json", out / "report.html", js)}
         with disk_full(fs, leave=0):
             one_line_error(cli(*run), "No space left on device", "nothing was written")
@@ -68,5 +79,5 @@ def test_disk_full_while_writing_the_report_keeps_the_previous_outputs_whole(wor
             assert after == before  # both or neither: the old pair is left whole
             # no temp file left; the measured camera is written beside the results, all or none
             assert sorted(p.name for p in out.iterdir()) == ["camera_model.json", "report.html", "results.json"]
-        ok(cli(*run))
+        _ok(*run)
         assert json.loads((out / "results.json").read_text())["run_id"] > json.loads(before["results.json"])["run_id"]
