@@ -22,7 +22,7 @@ from perception_gap.reports.plots import PALETTE, REAL_COLOR, SIM_COLOR, _figure
 from perception_gap.reports.reading import blank, entries, section
 from perception_gap.reports.reading import results as read_results
 from perception_gap.schema import GateEntry, PolicyCheck, Replay, Reprojection, Results
-from perception_gap.schema.sections import KnownPoints, ReplayEpisode, ReprojectionGrid
+from perception_gap.schema.jobs import KnownPoints, ReplayEpisode, ReprojectionGrid
 from perception_gap.wording import finite, sig
 
 RepLike = Reprojection | Mapping[str, Any]

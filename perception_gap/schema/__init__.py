@@ -9,6 +9,18 @@ a results.json against it (needs the `jsonschema` package).
 
 from perception_gap.schema.base import Section, optional
 from perception_gap.schema.export import results_schema, validate_results
+from perception_gap.schema.jobs import (
+    Drift,
+    Latency,
+    PolicyCheck,
+    RankFidelity,
+    Replay,
+    Reprojection,
+    RolloutGroup,
+    Rollouts,
+    Screen,
+    ScreenRank,
+)
 from perception_gap.schema.results import Results
 from perception_gap.schema.sections import (
     Attribution,
@@ -18,7 +30,6 @@ from perception_gap.schema.sections import (
     CameraModelSection,
     Config,
     Detection,
-    Drift,
     EncoderEntry,
     Fid,
     FindingEntry,
@@ -26,22 +37,13 @@ from perception_gap.schema.sections import (
     GateEntry,
     Interval,
     KIDEntry,
-    Latency,
     Maps,
     MapSide,
     MMDEntry,
     NonFinite,
     PairedCosineEntry,
     Pairs,
-    PolicyCheck,
     ProbeEntry,
-    RankFidelity,
-    Replay,
-    Reprojection,
-    RolloutGroup,
-    Rollouts,
-    Screen,
-    ScreenRank,
     SetInfo,
     SetStats,
 )

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Union
 from perception_gap.errors import InputError
 
 _OPTIONAL = "optional"
+FROZEN = {"frozen": True, "kw_only": True}  # the dataclass options of every section
 
 
 def optional(**kwargs: Any) -> Any:

@@ -16,24 +16,17 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from perception_gap.schema.base import Section, optional
+from perception_gap.schema.jobs import Drift, Latency, PolicyCheck, RankFidelity, Replay, Reprojection, Rollouts, Screen
 from perception_gap.schema.sections import (
     CameraModelSection,
     Config,
     Detection,
-    Drift,
     EncoderEntry,
     Fid,
     FindingEntry,
-    Latency,
     Maps,
     NonFinite,
     Pairs,
-    PolicyCheck,
-    RankFidelity,
-    Replay,
-    Reprojection,
-    Rollouts,
-    Screen,
     SetInfo,
     SetStats,
 )
