@@ -37,6 +37,14 @@ def test_wilson_matches_scipy_binomtest(k, n):
     assert got.low == pytest.approx(ref.low, abs=1e-10) and got.high == pytest.approx(ref.high, abs=1e-10)
 
 
+@pytest.mark.parametrize("n", range(1, 41))
+def test_wilson_holds_the_rate_at_all_and_none_despite_rounding(n):
+    """At k = n (or 0) the bound equals the rate; rounding once left 1/1's upper bound at 0.9999999999999999."""
+    for k in (0, n):
+        got = wilson(k, n)
+        assert got.low <= k / n <= got.high
+
+
 def test_newcombe_hybrid_score_matches_the_published_example():
     # Newcombe (1998), Stat. Med. 17:873, Table II example (a): 56/70 - 48/80, method 10: 0.0524 to 0.3339
     d, ci = newcombe_difference(56, 70, 48, 80)

@@ -143,6 +143,15 @@ def _check_rollout_tables(html, sec):
         assert [cell(x) for x in row[2:5]] == pytest.approx([c["sim_rate"], c["real_rate"], c["drop"]], rel=5e-3)
 
 
+def test_wilson_report_of_a_group_that_always_succeeds(tmp_path):
+    """One rollout that succeeded: the Wilson interval holds the rate 1.0 and the report draws its bar."""
+    f = _write_csv(tmp_path / "r.csv", _rows("a", "pick", "sim", 1, 1) + _rows("a", "pick", "real", 3, 5))
+    assert cli.main(["rollouts", str(f), "--ci", "wilson", "--out", str(tmp_path / "o"), "-q"]) == 0
+    groups = json.loads((tmp_path / "o" / "results.json").read_text())["rollouts"]["groups"]
+    (group,) = [g for g in groups if g["domain"] == "sim"]
+    assert group["rate"] == 1.0 and group["ci_high"] == 1.0
+
+
 def test_cli_json_report_gate_and_formats(tmp_path, capsys, monkeypatch):
     rs = _rows("a", "pick", "sim", 95, 100, ["t"] * 5) + _rows("a", "pick", "real", 12, 20, ["t"] * 4 + ["s"] * 4)
     rs += _rows("b", "pick", "sim", 30, 40) + _rows("b", "pick", "real", 25, 30)  # real above sim on this one

@@ -62,7 +62,8 @@ def wilson(successes: float, n: float, confidence: float = 0.95) -> Interval:
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return Interval(max(0.0, centre - half), min(1.0, centre + half), "wilson", confidence)
+    # the interval holds p exactly (at k = 0 or k = n a bound equals it): rounding must not leave p outside
+    return Interval(min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)), "wilson", confidence)
 
 
 def interval(successes: float, n: float, confidence: float = 0.95, method: str = "exact") -> Interval:
