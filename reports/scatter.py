@@ -77,7 +77,7 @@ def _place(disp: list[tuple[float, float]], texts: list[str], scale: float,
     """An offset per point (dx, dy, ha, leader) chosen by the rule in the module docstring; `frame`
     is the axes' display box, which a label should not leave."""
     placed: list[tuple[float, ...]] = []
-    out = []
+    out: list[tuple[float, float, str, bool]] = []
     r = 4 * scale
     marks = [(qx - r, qy - r, qx + r, qy + r) for qx, qy in disp]
     rings = _ring_spots()
@@ -194,9 +194,9 @@ def gap_vs_probe(encoders: Sequence[EncoderEntry | dict[str, Any]]) -> Markup | 
         t = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=FONT, ha=ha,
                         va="bottom", color="#222222")
         t.set_gid(f"label-{i}")
-    front = sorted((x, y) for x, y, f, *_ in shown if f)
-    if len(front) > 1:
-        ax.plot([p[0] for p in front], [p[1] for p in front], color=FRONT_COLOUR, lw=0.8, ls="--", zorder=2)
+    front_pts = sorted((s[0], s[1]) for s in shown if s[2])
+    if len(front_pts) > 1:
+        ax.plot([pt[0] for pt in front_pts], [pt[1] for pt in front_pts], color=FRONT_COLOUR, lw=0.8, ls="--", zorder=2)
     ax.axhline(0.0, color="#999999", lw=0.8, ls=":")
     ax.grid(alpha=0.3)
     ax.patch.set_gid("axes")
