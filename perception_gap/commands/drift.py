@@ -8,15 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from perception_gap.commands.flags import resampling
 from perception_gap.commands.output import (
-    as_results,
+    analysis,
     atomic_write_text,
     check_outputs,
     dumps,
     encoder_names,
     fail,
+    finish,
     fmt,
-    progress_bar,
-    write_outputs,
 )
 from perception_gap.commands.parsing import Parents, model_options
 from perception_gap.wording import FAIL, PASS, gate_word
@@ -78,7 +77,6 @@ def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.catalog import Catalog
-    from perception_gap.engines import open_engine
     from perception_gap.workflows import drift_history, drift_job
     from perception_gap.workflows.drift_gates import load_config
 
@@ -98,7 +96,7 @@ def execute(args: argparse.Namespace) -> int:
     check_outputs(args.out, args.json)
     rollouts = None
     if args.rollouts:
-        from perception_gap.evaluation.jobs import merge_rollouts, rollouts_job
+        from perception_gap.evaluation.jobs import rollouts_job
 
         rollouts = rollouts_job(args.rollouts)  # before the long analysis: bad input fails at once
     if args.current_dir:
@@ -109,19 +107,11 @@ def execute(args: argparse.Namespace) -> int:
         if r.usable == 0:
             return fail(f"set {r.set_name!r} has no usable frame ({r.n_skipped} skipped).")
     out_dir = Path(args.out)
-    progress, close = progress_bar(args, "drift")
-    with Catalog(args.db, wait=args.wait, create=False) as cat, \
-            open_engine(cat, args.engine, address=args.address, workers=args.workers, device=args.device) as eng:
-        try:
-            raw = drift_job(cat, args.baseline, args.current, encoder_names=encoder_names(args.encoders), config=cfg,
-                            device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress,
-                            precision=args.precision, engine=eng, resampling=resampling(args))
-        finally:
-            close()
-    if rollouts is not None:
-        merge_rollouts(raw, rollouts)
-    res = as_results(raw)
-    write_outputs(res, out_dir, args.json)
+    with analysis(args, "drift") as (cat, eng, progress):
+        raw = drift_job(cat, args.baseline, args.current, encoder_names=encoder_names(args.encoders), config=cfg,
+                        device=args.device, batch_size=args.batch_size, workers=args.workers, progress=progress,
+                        precision=args.precision, engine=eng, resampling=resampling(args))
+    res = finish(args, raw, out_dir, rollouts)
     if not args.quiet:
         _print_drift(res, out_dir)
     return 0 if res.drift.passed else 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, Callable
 
 from perception_gap.outputs import (  # noqa: F401  (the commands' writers, named here for them)
@@ -22,6 +24,7 @@ from perception_gap.outputs import (  # noqa: F401  (the commands' writers, name
 from perception_gap.wording import gate_word
 
 if TYPE_CHECKING:
+    from perception_gap.catalog import Catalog
     from perception_gap.schema import Results
 
 
@@ -78,6 +81,35 @@ def progress_bar(args: argparse.Namespace, desc: str) -> tuple[Callable[[int, in
         return None, lambda: None
     bars = _Bars(desc)
     return bars, bars.close
+
+
+@contextmanager
+def analysis(args: argparse.Namespace, desc: str, *, engine: bool = True
+             ) -> Iterator[tuple[Catalog, Any, Callable[[int, int], None] | None]]:
+    """(catalog, engine or None, progress) for a long command: the catalog opened for writing, the
+    `--engine` opened on it, the progress bar closed however the job ends."""
+    from perception_gap.catalog import Catalog
+    from perception_gap.engines import open_engine
+
+    progress, close = progress_bar(args, desc)
+    with Catalog(args.db, wait=args.wait, create=False) as cat, \
+            (open_engine(cat, args.engine, address=args.address, workers=args.workers, device=args.device)
+             if engine else nullcontext()) as eng:
+        try:
+            yield cat, eng, progress
+        finally:
+            close()
+
+
+def finish(args: argparse.Namespace, raw: dict[str, Any], out_dir: Any, rollouts: Any = None) -> Results:
+    """A long command's results, `--rollouts` merged in, written to `--out` (and `--json`) and returned typed."""
+    if rollouts is not None:
+        from perception_gap.evaluation.jobs import merge_rollouts
+
+        merge_rollouts(raw, rollouts)
+    res = as_results(raw)
+    write_outputs(res, out_dir, args.json)
+    return res
 
 
 def say(args: argparse.Namespace, text: str = "") -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perception_gap.commands.flags import resampling
-from perception_gap.commands.output import as_results, check_outputs, fmt, progress_bar, write_outputs
+from perception_gap.commands.output import analysis, check_outputs, finish, fmt
 from perception_gap.commands.parsing import Parents, model_options
 
 if TYPE_CHECKING:
@@ -82,8 +82,6 @@ def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     from perception_gap.candidates import parse_candidates
-    from perception_gap.catalog import Catalog
-    from perception_gap.engines import open_engine
     from perception_gap.workflows.run import run_job
 
     names = parse_candidates(args.encoders) if args.encoders else None
@@ -91,24 +89,16 @@ def execute(args: argparse.Namespace) -> int:
     check_outputs(out_dir, args.json)
     rollouts = None
     if args.rollouts:
-        from perception_gap.evaluation.jobs import merge_rollouts, rollouts_job
+        from perception_gap.evaluation.jobs import rollouts_job
 
         rollouts = rollouts_job(args.rollouts)  # before the long analysis: bad input fails at once
-    progress, close = progress_bar(args, "run")
-    with Catalog(args.db, wait=args.wait, create=False) as cat, \
-            open_engine(cat, args.engine, address=args.address, workers=args.workers, device=args.device) as eng:
-        try:
-            raw = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
-                          batch_size=args.batch_size, workers=args.workers, progress=progress,
-                          precision=args.precision, engine=eng,
-                          inception_weights=getattr(args, "inception_weights", None),
-                          attribution=getattr(args, "attribution", True), resampling=resampling(args))
-        finally:
-            close()
-    if rollouts is not None:
-        merge_rollouts(raw, rollouts)
-    res = as_results(raw)
-    write_outputs(res, out_dir, args.json)
+    with analysis(args, "run") as (cat, eng, progress):
+        raw = run_job(cat, args.sim, args.real, encoder_names=names, device=args.device,
+                      batch_size=args.batch_size, workers=args.workers, progress=progress,
+                      precision=args.precision, engine=eng,
+                      inception_weights=getattr(args, "inception_weights", None),
+                      attribution=getattr(args, "attribution", True), resampling=resampling(args))
+    res = finish(args, raw, out_dir, rollouts)
     if not args.quiet:
         print_run(res, out_dir)
     return 0

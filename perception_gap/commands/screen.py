@@ -7,7 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perception_gap.commands.flags import bounded_int, resampling
-from perception_gap.commands.output import as_results, check_outputs, encoder_names, fmt, progress_bar, write_outputs
+from perception_gap.commands.output import (
+    analysis,
+    check_outputs,
+    encoder_names,
+    finish,
+    fmt,
+)
 from perception_gap.commands.parsing import Parents, model_options
 from perception_gap.wording import FAIL, NOT_COMPUTED, gate_word
 
@@ -67,23 +73,17 @@ def add_parser(sub: argparse._SubParsersAction, parents: Parents) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    from perception_gap.catalog import Catalog
     from perception_gap.workflows import screen_job
 
     sims = [s for item in args.sim for s in item.split(",") if s]
     out_dir = Path(args.out)
     check_outputs(out_dir, args.json)
-    progress, close = progress_bar(args, "screen")
-    with Catalog(args.db, wait=args.wait, create=False) as cat:
-        try:
-            raw = screen_job(cat, sims, args.real, encoder_names=encoder_names(args.encoders),
-                             baseline=args.fail_if_worse, device=args.device, batch_size=args.batch_size,
-                             workers=args.workers, n_boot=args.n_boot, progress=progress,
-                             precision=args.precision, resampling=resampling(args))
-        finally:
-            close()
-    res = as_results(raw)
-    write_outputs(res, out_dir, args.json)
+    with analysis(args, "screen", engine=False) as (cat, _, progress):
+        raw = screen_job(cat, sims, args.real, encoder_names=encoder_names(args.encoders),
+                         baseline=args.fail_if_worse, device=args.device, batch_size=args.batch_size,
+                         workers=args.workers, n_boot=args.n_boot, progress=progress,
+                         precision=args.precision, resampling=resampling(args))
+    res = finish(args, raw, out_dir)
     if not args.quiet:
         _print_screen(res, out_dir)
     return 1 if res.screen.passed is False else 0
