@@ -334,3 +334,29 @@ def test_clean_unpaired_split_is_quiet(frames, tmp_path):
     D.assert_quiet(res)
     assert res["maps"]["paired"] is None
     assert np.asarray(res["maps"]["real"]["mean_linear"]).shape == (32, 32)
+
+
+def test_the_field_of_view_warp_and_correlation_match_scipy_and_the_plain_form():
+    """The search's precomputed bilinear taps give scipy's `map_coordinates` (order 1, NaN outside),
+    and its one-image correlation gives `ncc` on K copies, on the grid the search uses."""
+    from scipy.ndimage import map_coordinates
+
+    from perception_gap.diagnoses import spatial
+    from perception_gap.diagnoses.thumbs import THUMB, ncc, zoom_stack
+
+    zooms = np.repeat(spatial.FOV_ZOOMS, len(spatial.FOV_SHIFTS))
+    shifts = np.tile(spatial.FOV_SHIFTS, (len(spatial.FOV_ZOOMS), 1))
+    rng = np.random.default_rng(3)
+    yy, xx = np.mgrid[0:THUMB, 0:THUMB].astype(np.float64)
+    c = (THUMB - 1) / 2.0
+    ys = c + (yy[None] - c - shifts[:, 0, None, None]) / zooms[:, None, None]
+    xs = c + (xx[None] - c - shifts[:, 1, None, None]) / zooms[:, None, None]
+    outside = (ys < 0) | (ys > THUMB - 1) | (xs < 0) | (xs > THUMB - 1)
+    for trial in range(3):
+        t = rng.random((THUMB, THUMB)) * 255
+        ref = map_coordinates(t, [ys.ravel(), xs.ravel()], order=1).reshape(zooms.shape + (THUMB, THUMB))
+        ref[outside] = np.nan
+        got = zoom_stack(t, zooms, shifts)
+        assert np.array_equal(np.isnan(got), np.isnan(ref)) and np.nanmax(np.abs(got - ref)) < 1e-9
+        s = rng.random((THUMB, THUMB)) * 255
+        assert np.allclose(spatial._ncc_one(s, got), ncc(np.broadcast_to(s, got.shape), got), atol=1e-12)

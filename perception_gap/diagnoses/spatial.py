@@ -159,11 +159,32 @@ def _best_zoom(ts: np.ndarray, tr: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     one = int(np.argmin(np.abs(np.log(FOV_ZOOMS))))
     best_z, best_c, at_one = [], [], []
     for s, r in zip(ts, tr):
-        c = ncc(np.broadcast_to(s, (len(zz),) + s.shape), zoom_stack(r, zz, sh)).reshape(len(FOV_ZOOMS), -1)
+        c = _ncc_one(s, zoom_stack(r, zz, sh)).reshape(len(FOV_ZOOMS), -1)
         per_zoom = c.max(axis=1)
         k = int(per_zoom.argmax())
         best_z.append(FOV_ZOOMS[k]); best_c.append(per_zoom[k]); at_one.append(per_zoom[one])
     return np.array(best_z), np.array(best_c), np.array(at_one)
+
+
+def _ncc_one(a: np.ndarray, stack: np.ndarray) -> np.ndarray:
+    """`ncc(a, b)` for one (H, W) image against each (H, W) image of a (K, H, W) stack, without K copies
+    of `a` (the same two-pass arithmetic; the field of view search compares 549 warps a pair)."""
+    if not np.isfinite(a).all():
+        return ncc(np.broadcast_to(a, stack.shape), stack)
+    k = len(stack)
+    av = np.asarray(a, dtype=np.float64).ravel()
+    b = np.asarray(stack, dtype=np.float64).reshape(k, -1)
+    m = np.isfinite(b)
+    mf = m.astype(np.float64)
+    n = np.maximum(m.sum(axis=1), 1)
+    bz = np.where(m, b, 0.0)
+    am = (mf @ av) / n
+    bm = bz.sum(axis=1) / n
+    ac = (av[None] - am[:, None]) * mf
+    bc = (bz - bm[:, None]) * mf
+    den = np.sqrt(np.einsum("kp,kp->k", ac, ac) * np.einsum("kp,kp->k", bc, bc))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 1e-12, np.einsum("kp,kp->k", ac, bc) / np.maximum(den, 1e-300), 0.0)
 
 
 def _pair_key(pair: tuple) -> tuple[int, int]:

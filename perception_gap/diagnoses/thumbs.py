@@ -199,16 +199,37 @@ def zoom_stack(t: np.ndarray, zooms: np.ndarray, shifts: np.ndarray) -> np.ndarr
     Returns:
         (K, THUMB, THUMB), bilinear, NaN where the source lies outside the frame.
     """
-    from scipy.ndimage import map_coordinates  # scipy only when a field of view is compared
-
-    k = len(zooms)
-    ys = _c + (_yy[None] - _c - shifts[:, 0, None, None]) / zooms[:, None, None]
-    xs = _c + (_xx[None] - _c - shifts[:, 1, None, None]) / zooms[:, None, None]
-    out = map_coordinates(np.nan_to_num(t.astype(np.float64)), [ys.ravel(), xs.ravel()], order=1,
-                          mode="constant", cval=np.nan).reshape(k, THUMB, THUMB)
-    outside = (ys < 0) | (ys > THUMB - 1) | (xs < 0) | (xs > THUMB - 1)
+    idx, w, outside = _bilinear_taps(zooms, shifts)
+    flat = np.nan_to_num(t.astype(np.float64)).ravel()
+    out = (flat[idx] * w).sum(axis=0).reshape(len(zooms), THUMB, THUMB)
     out[outside] = np.nan
     return out
+
+
+_TAPS: dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _bilinear_taps(zooms: np.ndarray, shifts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(4, K*THUMB^2) source indices and weights of the bilinear warp, and the (K, THUMB, THUMB) mask of
+    samples from outside the frame: the same for every thumbnail, so computed once per grid (the field
+    of view search warps every pair on one grid)."""
+    key = np.asarray(zooms, np.float64).tobytes() + np.asarray(shifts, np.float64).tobytes()
+    got = _TAPS.get(key)
+    if got is None:
+        ys = _c + (_yy[None] - _c - shifts[:, 0, None, None]) / zooms[:, None, None]
+        xs = _c + (_xx[None] - _c - shifts[:, 1, None, None]) / zooms[:, None, None]
+        outside = (ys < 0) | (ys > THUMB - 1) | (xs < 0) | (xs > THUMB - 1)
+        y0 = np.clip(np.floor(ys), 0, THUMB - 1)
+        x0 = np.clip(np.floor(xs), 0, THUMB - 1)
+        fy, fx = (ys - y0).ravel(), (xs - x0).ravel()
+        y0, x0 = y0.astype(np.intp).ravel(), x0.astype(np.intp).ravel()
+        y1, x1 = np.minimum(y0 + 1, THUMB - 1), np.minimum(x0 + 1, THUMB - 1)
+        idx = np.stack([y0 * THUMB + x0, y0 * THUMB + x1, y1 * THUMB + x0, y1 * THUMB + x1])
+        w = np.stack([(1 - fy) * (1 - fx), (1 - fy) * fx, fy * (1 - fx), fy * fx])
+        if len(_TAPS) >= 8:
+            _TAPS.clear()
+        got = _TAPS[key] = (idx, w, outside)
+    return got
 
 
 def region_name(y: float, x: float) -> str:
