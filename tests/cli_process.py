@@ -30,6 +30,25 @@ def cli(*args: object, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True, timeout=timeout, env=ENV)
 
 
+def cli_main(capfd, caplog, *args: object) -> subprocess.CompletedProcess:
+    """`cli(...)` in this process: `perception_gap.cli.main(args)`, its exit code, what it wrote to stdout
+    and stderr (read at the file descriptor) and, appended to stderr, the warnings it logged, which the
+    command line prints there but which pytest's log capture takes in-process. Takes pytest's `capfd`
+    and `caplog`; the result goes to `clean`, `ok` and `one_line_error` as `cli`'s does."""
+    import logging
+
+    from perception_gap import cli as pg_cli
+
+    argv = [str(a) for a in args]
+    capfd.readouterr()
+    caplog.clear()
+    code = pg_cli.main(argv)
+    out, err = capfd.readouterr()
+    logged = [f"{r.levelname} {r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
+    err += "".join(f"{line}\n" for line in logged if line not in err)
+    return subprocess.CompletedProcess(argv, code, out, err)
+
+
 def clean(p: subprocess.CompletedProcess) -> None:
     """No traceback, and an error is exactly one line."""
     assert "Traceback" not in p.stderr, p.stderr

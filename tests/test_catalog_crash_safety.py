@@ -2,7 +2,8 @@
 completes exactly (nothing lost, nothing doubled), and a killed `run` leaves the previous
 results.json and report.html whole.
 
-Every command runs as a subprocess of `python cli.py`, exactly as a user runs it.
+The command killed, and the full runs that time it, are subprocesses of `python cli.py`, exactly as a
+user runs them; the rerun runs in-process (`cli_main`), the catalog's first open in that process.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 from PIL import Image
 
 from perception_gap.ingest import BATCH
-from tests.cli_process import CLI, ENV, N_CRASH, clean, cli, count, paired_catalog
+from tests.cli_process import CLI, ENV, N_CRASH, clean, cli, cli_main, count, paired_catalog
 
 N_TINY = 2 * BATCH + 200  # 8x8 frames for `index`: two whole catalog batches and a third, short one
 
@@ -58,7 +59,7 @@ def crash_world(tmp_path_factory):
 # random kill points: two for `index` and `embed`, one for `run` (its rerun is the longest; the
 # catalog writers it shares with `index` and `embed` are killed at their own points there)
 @pytest.mark.parametrize("kind, seed", [(k, s) for k, n in (("index", 2), ("embed", 2), ("run", 1)) for s in range(n)])
-def test_kill_9_at_a_random_point_then_rerun_completes_exactly(crash_world, tmp_path, kind, seed):
+def test_kill_9_at_a_random_point_then_rerun_completes_exactly(crash_world, tmp_path, capfd, caplog, kind, seed):
     tmp, template, durations = crash_world
     db = tmp_path / "c.duckdb"
     out = tmp_path / "out"
@@ -82,14 +83,15 @@ def test_kill_9_at_a_random_point_then_rerun_completes_exactly(crash_world, tmp_
         proc.wait()
         if proc.returncode != 0:
             break
-    print(f"{kind} seed {seed}: killed at {delay:.2f} s of {durations[kind]:.2f} s, exit {proc.returncode}")
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()
+    where = f"{kind} seed {seed}: killed at {delay:.2f} s of {durations[kind]:.2f} s, exit {proc.returncode}"
+    assert proc.returncode == -signal.SIGKILL, (where, proc.stderr.read().decode())
     if kind == "run":
         json.loads((out / "results.json").read_text())  # the old file or the new one, never a partial one
         assert (out / "report.html").read_text().rstrip().endswith("</html>")
-    p = cli(*_crash_cmd(kind, tmp, db, out))
+    p = cli_main(capfd, caplog, *_crash_cmd(kind, tmp, db, out))
+    print(where)  # shown with a failure below
     clean(p)
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 0, (where, p.stderr)
     if kind == "index":
         assert count(db, "SELECT count(*) FROM frames WHERE set_name = 'tiny' AND status = 'ok'") == N_TINY
         assert count(db, "SELECT count(DISTINCT rgb_path) FROM frames") == N_TINY

@@ -2,14 +2,15 @@
 a directory, a FIFO or a device are each one line (exit 2) before any lock or network attempt,
 and every catalog connection has DuckDB's extension loading off.
 
-The refusals run in-process (`cli.main`, stderr read at the file descriptor); the check that no
-socket is opened traces a real `python cli.py` process."""
+The refusals run in-process (`cli_main`: `cli.main`, stderr read at the file descriptor); the check
+that no socket is opened traces a real `python cli.py` process."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from functools import partial
 
 import duckdb
 import pytest
@@ -18,6 +19,7 @@ from perception_gap import cli as pg_cli
 from tests.cli_process import (
     CLI,
     ENV,
+    cli_main,
     copy_catalog,
     flat_frames,
     frame_folder,
@@ -33,40 +35,31 @@ def world(tmp_path_factory):
     return indexed_pair(tmp_path_factory)
 
 
-def _refused(capfd, args: tuple, *fragments: str) -> str:
-    """`cli.main(args)` exits 2 with one line on stderr holding every fragment (case-insensitive);
-    returns that line."""
-    code = pg_cli.main([str(a) for a in args])
-    out, err = capfd.readouterr()
-    assert code == 2, (code, out, err)
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    for f in fragments:
-        assert f.lower() in err.lower(), err
-    return err
-
-
-def test_broken_catalogs_are_one_line(world, tmp_path, capfd):
+def test_broken_catalogs_are_one_line(world, tmp_path, capfd, caplog):
+    cli = partial(cli_main, capfd, caplog)
     tmp, db = world
     half = tmp_path / "half.duckdb"
     data = db.read_bytes()
     half.write_bytes(data[: len(data) // 2])
-    _refused(capfd, ("stats", "--sim", "sim", "--real", "real", "--db", half), "damaged or truncated",
-             "Could not read enough bytes")
-    _refused(capfd, ("index", tmp / "sim", "--set", "s2", "--domain", "sim", "--db", half), "damaged or truncated")
+    one_line_error(cli("stats", "--sim", "sim", "--real", "real", "--db", half), "damaged or truncated",
+                    "Could not read enough bytes")
+    one_line_error(cli("index", tmp / "sim", "--set", "s2", "--domain", "sim", "--db", half), "damaged or truncated")
     notab = copy_catalog(world, tmp_path / "notab.duckdb")
     con = duckdb.connect(str(notab))
     con.execute("DROP TABLE frame_stats")
     con.close()
-    _refused(capfd, ("stats", "--sim", "sim", "--real", "real", "--db", notab), "lacks table(s) frame_stats")
-    _refused(capfd, ("run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--out", tmp_path / "o",
-                     "--db", notab), "frame_stats")
-    _refused(capfd, ("stats", "--sim", "sim", "--real", "real", "--db", ""), "`--db`", "empty path")
-    _refused(capfd, ("index", tmp / "sim", "--set", "s", "--domain", "sim", "--db", ""), "empty path")
-    _refused(capfd, ("stats", "--sim", "sim", "--real", "real", "--db", tmp / "sim"), "directory")
+    one_line_error(cli("stats", "--sim", "sim", "--real", "real", "--db", notab), "lacks table(s) frame_stats")
+    one_line_error(cli("run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--out", tmp_path / "o",
+                        "--db", notab), "frame_stats")
+    one_line_error(cli("stats", "--sim", "sim", "--real", "real", "--db", ""), "`--db`", "empty path")
+    one_line_error(cli("index", tmp / "sim", "--set", "s", "--domain", "sim", "--db", ""), "empty path")
+    one_line_error(cli("stats", "--sim", "sim", "--real", "real", "--db", tmp / "sim"), "directory")
 
 
-def test_a_sqlite_file_as_the_catalog_is_refused_without_any_network_attempt(tmp_path, capfd):
+def test_a_sqlite_file_as_the_catalog_is_refused_without_any_network_attempt(tmp_path, capfd, caplog):
     import sqlite3
+
+    cli = partial(cli_main, capfd, caplog)
 
     lite = tmp_path / "frames.db"
     con = sqlite3.connect(lite)
@@ -74,8 +67,8 @@ def test_a_sqlite_file_as_the_catalog_is_refused_without_any_network_attempt(tmp
     con.commit()
     con.close()
     frame_folder(tmp_path / "f", 0, 1)
-    err = _refused(capfd, ("index", tmp_path / "f", "--set", "s", "--domain", "sim", "--db", lite),
-                   "not a perception-gap catalog", "SQLite")
+    err = one_line_error(cli("index", tmp_path / "f", "--set", "s", "--domain", "sim", "--db", lite),
+                          "not a perception-gap catalog", "SQLite")
     assert "download" not in err and "extension" not in err.lower()
     assert lite.read_bytes().startswith(b"SQLite format 3")  # left untouched
     if shutil.which("strace") is None:

@@ -2,9 +2,9 @@
 `--wait`), readers keep working during a write, and a writer that dies (SIGKILL, SIGTERM, its
 holder gone) leaves neither a stale lock nor a pool worker behind.
 
-The writers raced or killed run as subprocesses of `python cli.py` (with a timeout, so a regression
-that hangs fails instead of stalling the suite); the commands that meet them run in-process, as
-`cli.main` (a refused writer returns at once; the readers read between the writer's batches).
+The writers raced or killed run as subprocesses of `python cli.py` with a timeout, so a regression
+that hangs fails instead of stalling the suite; the commands that meet them run in-process
+(`cli_main`: a refused writer returns at once, a reader reads in between the writer's batches).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import duckdb
@@ -24,7 +25,19 @@ import pytest
 from PIL import Image
 
 from perception_gap import cli as pg_cli
-from tests.cli_process import CLI, ENV, N_CRASH, REPO, clean, cli, count, frames_dir, one_line, paired_catalog
+from tests.cli_process import (
+    CLI,
+    ENV,
+    N_CRASH,
+    REPO,
+    clean,
+    cli,
+    cli_main,
+    count,
+    frames_dir,
+    one_line_error,
+    paired_catalog,
+)
 
 T = 120  # seconds: every command here but the first finishes in a few
 
@@ -50,7 +63,8 @@ def _plain_read(db: Path) -> int:
     raise AssertionError("no read got in between the writer's batches in 4 s")
 
 
-def test_two_writers_and_readers_on_one_catalog(crash_world, tmp_path, capfd):
+def test_two_writers_and_readers_on_one_catalog(crash_world, tmp_path, capfd, caplog):
+    main = partial(cli_main, capfd, caplog)
     tmp, template = crash_world
     db = tmp_path / "c.duckdb"
     db.write_bytes(template.read_bytes())
@@ -63,16 +77,17 @@ def test_two_writers_and_readers_on_one_catalog(crash_world, tmp_path, capfd):
         time.sleep(0.02)
     assert writer.poll() is None, "the writer finished before the test could race it"
     # a second writer fails at once, naming the holder
-    assert pg_cli.main(["index", "--manifest", str(tmp / "m.jsonl"), "--db", str(db)]) == 2
-    one_line(capfd, "being written by", f"pid {writer.pid}", "embed", "--wait")
+    second = main("index", "--manifest", tmp / "m.jsonl", "--db", db)
+    one_line_error(second, "being written by", f"pid {writer.pid}", "embed", "--wait")
     # a second writer that may wait starts now and finishes after the first
     waiting = subprocess.Popen(CLI + ["index", "--manifest", str(tmp / "m.jsonl"), "--db", str(db), "--wait", "300"],
                                env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # readers keep working while the writer writes, and see what it wrote
     seen = []
     while writer.poll() is None and len(seen) < 40:
-        assert pg_cli.main(["drift", "--history", "--db", str(db)]) == 0
-        assert "Traceback" not in capfd.readouterr().err
+        r = main("drift", "--history", "--db", db)
+        clean(r)
+        assert r.returncode == 0, r.stderr
         seen.append(_plain_read(db))
         time.sleep(0.25)
     out, err = writer.communicate(timeout=300)
@@ -88,8 +103,9 @@ def test_two_writers_and_readers_on_one_catalog(crash_world, tmp_path, capfd):
     assert not lock.exists()  # released: the lock file removed with the last writer
 
 
-def test_lock_is_released_when_the_holder_is_killed(tmp_path, capfd):
+def test_lock_is_released_when_the_holder_is_killed(tmp_path, capfd, caplog):
     """flock dies with its process: a kill -9'd writer never leaves a stale lock."""
+    main = partial(cli_main, capfd, caplog)
     frames_dir(tmp_path / "a", 3)
     db = tmp_path / "c.duckdb"
     holder = subprocess.Popen([sys.executable, "-c", (
@@ -98,17 +114,16 @@ def test_lock_is_released_when_the_holder_is_killed(tmp_path, capfd):
         "c = Catalog(%r); print('held', flush=True); time.sleep(600)") % (str(REPO), str(db))],
         stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"
-    index = ["index", str(tmp_path / "a"), "--set", "s", "--domain", "sim", "--db", str(db)]
-    assert pg_cli.main(index) == 2
-    one_line(capfd, f"pid {holder.pid}")
+    one_line_error(main("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db), f"pid {holder.pid}")
     t0 = time.perf_counter()
-    assert pg_cli.main(index + ["--wait", "1"]) == 2
-    one_line(capfd, "after waiting 1 s")
+    one_line_error(main("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db, "--wait", "1"),
+                    "after waiting 1 s")
     assert time.perf_counter() - t0 >= 1.0
     holder.kill()
     holder.wait()
-    assert pg_cli.main(index) == 0
-    assert "Traceback" not in capfd.readouterr().err
+    p = main("index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db)
+    clean(p)
+    assert p.returncode == 0, p.stderr
 
 
 def _children(pid: int) -> list[int]:
@@ -148,7 +163,7 @@ def many_frames(tmp_path_factory):
 
 
 @pytest.mark.parametrize("command,sig", [("stats", signal.SIGKILL), ("stats", signal.SIGTERM), ("run", signal.SIGKILL)])
-def test_killed_writer_leaves_no_worker_and_no_stale_lock(many_frames, tmp_path, capfd, command, sig):
+def test_killed_writer_leaves_no_worker_and_no_stale_lock(many_frames, tmp_path, capfd, caplog, command, sig):
     tmp, base_db = many_frames
     db = tmp_path / "c.duckdb"
     shutil.copy(base_db, db)  # no statistics cached yet
@@ -174,10 +189,9 @@ def test_killed_writer_leaves_no_worker_and_no_stale_lock(many_frames, tmp_path,
     while time.monotonic() < deadline and not all(_gone(w) for w in workers):
         time.sleep(0.05)
     assert all(_gone(w) for w in workers), [w for w in workers if not _gone(w)]
-    capfd.readouterr()
-    code = pg_cli.main(["index", str(tmp / "sim"), "--set", "sim", "--domain", "sim", "--db", str(db)])  # the next writer
-    out, err = capfd.readouterr()
-    assert code == 0 and "400 unchanged" in out and "Traceback" not in err, err
+    p = cli_main(capfd, caplog, "index", tmp / "sim", "--set", "sim", "--domain", "sim", "--db", db)  # next writer
+    clean(p)
+    assert p.returncode == 0 and "400 unchanged" in p.stdout, p.stderr
 
 
 def test_a_lock_held_although_its_holder_is_gone_is_taken_over(tmp_path):

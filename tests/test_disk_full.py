@@ -3,23 +3,20 @@ rerun completes with the numbers of a catalog that never saw a full disk; a full
 report is written leaves the previous outputs whole. Needs a tmpfs (root); skips where mounting
 is refused.
 
-The commands that meet the full disk run as `python cli.py` subprocesses; the steps before them and
-the reruns after the disk is freed run in-process (`cli.main`), a fresh open of the catalog either way."""
+The commands whose catalog meets the full disk run as `python cli.py` subprocesses; the steps before
+them, the reruns after the disk is freed (a fresh open of the catalog either way) and the report test
+(its catalog on the ordinary disk) run in-process (`cli_main`)."""
 
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
-from perception_gap import cli as pg_cli
 from tests.cli_process import N_PAIR as N
-from tests.cli_process import cli, copy_catalog, indexed_pair, one_line_error, query
+from tests.cli_process import cli, cli_main, copy_catalog, indexed_pair, ok, one_line_error, query
 from tests.filesystems import disk_full, tmpfs
-
-
-def _ok(*args: object) -> None:
-    assert pg_cli.main([str(a) for a in args]) == 0, args
 
 
 @pytest.fixture(scope="module")
@@ -28,11 +25,12 @@ def world(tmp_path_factory):
     return indexed_pair(tmp_path_factory)
 
 
-def test_disk_full_during_index_stats_embed_run_is_one_line_and_the_rerun_completes(world, tmp_path):
+def test_disk_full_during_index_stats_embed_run_is_one_line_and_the_rerun_completes(world, tmp_path, capfd, caplog):
     tmp, _ = world
+    main = partial(cli_main, capfd, caplog)
     with tmpfs(tmp_path / "fs") as fs:
         db = fs / "c.duckdb"
-        _ok("index", tmp / "sim", "--set", "sim", "--domain", "sim", "--db", db, "-q")
+        ok(main("index", tmp / "sim", "--set", "sim", "--domain", "sim", "--db", db, "-q"))
         committed = query(db, "SELECT count(*) FROM frames WHERE set_name = 'sim' AND status = 'ok'")
         assert committed == [(N,)]
         for leave, where in ((0, "(No space"), (4096, "c.duckdb.wal")):  # the lock's holder line, then DuckDB's log
@@ -40,9 +38,9 @@ def test_disk_full_during_index_stats_embed_run_is_one_line_and_the_rerun_comple
                 one_line_error(cli("index", tmp / "real", "--set", "real", "--domain", "real", "--db", db, "-q"),
                                 "disk full", "No space left on device", "rerun", where)
             assert query(db, "SELECT count(*) FROM frames WHERE set_name = 'sim' AND status = 'ok'") == committed
-        _ok("index", tmp / "real", "--set", "real", "--domain", "real", "--db", db, "-q")
-        # the camera stage's writes come after the statistics' and the embeddings', which the full disk
-        # stops first; the next test runs it up to a full disk
+        ok(main("index", tmp / "real", "--set", "real", "--domain", "real", "--db", db, "-q"))
+        # the full disk stops `run` at its first write, long before the camera stage (the next test keeps
+        # that stage: its camera_model.json meets the full disk there)
         steps = {"stats": ("stats", "--sim", "sim", "--real", "real"),
                  "embed": ("embed", "--encoder", "pixel"),
                  "run": ("run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--no-attribution",
@@ -53,31 +51,32 @@ def test_disk_full_during_index_stats_embed_run_is_one_line_and_the_rerun_comple
         assert not (tmp_path / "out" / "results.json").exists()
         assert query(db, "SELECT count(*) FROM frames WHERE status = 'ok'") == [(2 * N,)]
         # the reruns complete, with the numbers of a catalog that never saw a full disk
-        _ok("stats", "--sim", "sim", "--real", "real", "--db", db, "--json", tmp_path / "s.json", "-q")
+        ok(main("stats", "--sim", "sim", "--real", "real", "--db", db, "--json", tmp_path / "s.json", "-q"))
         ref = json.loads((tmp / "ref_stats.json").read_text())
         got = json.loads((tmp_path / "s.json").read_text())
         for name in ("sim", "real"):
             assert got["stats"][name]["channel_mean"] == ref["stats"][name]["channel_mean"]
             assert got["sets"][name]["n_usable"] == N
-        _ok(*steps["embed"], "--db", db, "-q")
-        _ok(*steps["run"], "--db", db, "-q")
+        ok(main(*steps["embed"], "--db", db, "-q"))
+        ok(main(*steps["run"], "--db", db, "-q"))
         assert query(db, "SELECT count(*) FROM embeddings WHERE encoder = 'pixel'") == [(2 * N,)]
         assert json.loads((tmp_path / "out" / "results.json").read_text())["sets"]["sim"]["n_usable"] == N
 
 
-def test_disk_full_while_writing_the_report_keeps_the_previous_outputs_whole(world, tmp_path):
+def test_disk_full_while_writing_the_report_keeps_the_previous_outputs_whole(world, tmp_path, capfd, caplog):
+    main = partial(cli_main, capfd, caplog)
     db = copy_catalog(world, tmp_path / "c.duckdb")
     with tmpfs(tmp_path / "fs", size="4m") as fs:
         out, js = fs / "out", fs / "copy.json"
         run = ("run", "--sim", "sim", "--real", "real", "--encoders", "pixel", "--db", db, "--out", out, "--json", js,
                "-q")
-        _ok(*run)
+        ok(main(*run))
         before = {p.name: p.read_bytes() for p in (out / "results.json", out / "report.html", js)}
         with disk_full(fs, leave=0):
-            one_line_error(cli(*run), "No space left on device", "nothing was written")
+            one_line_error(main(*run), "No space left on device", "nothing was written")
             after = {p.name: p.read_bytes() for p in (out / "results.json", out / "report.html", js)}
             assert after == before  # both or neither: the old pair is left whole
             # no temp file left; the measured camera is written beside the results, all or none
             assert sorted(p.name for p in out.iterdir()) == ["camera_model.json", "report.html", "results.json"]
-        _ok(*run)
+        ok(main(*run))
         assert json.loads((out / "results.json").read_text())["run_id"] > json.loads(before["results.json"])["run_id"]

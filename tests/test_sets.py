@@ -1,18 +1,17 @@
-"""Catalog hygiene through the command line (`cli.main`, in-process): `sets`, `drop`, `rename`,
+"""Catalog hygiene through the command line (`cli_main`: `cli.main` in-process): `sets`, `drop`, `rename`,
 re-indexing a set from a corrected manifest, and read commands on a catalog that does not exist."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import duckdb
 import pytest
 from PIL import Image
 
-from perception_gap import cli as pg_cli
-from tests.cli_process import good_frame
+from tests.cli_process import clean, cli_main, good_frame
 
 
 def _folder(root: Path, n: int, seed: int = 0) -> Path:
@@ -22,26 +21,6 @@ def _folder(root: Path, n: int, seed: int = 0) -> Path:
     return root
 
 
-@dataclass(frozen=True)
-class _Done:
-    """What one command did."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def _cli(capfd, *args: object) -> _Done:
-    """`cli.main(args)`: no traceback, and an error is exactly one line on stderr."""
-    capfd.readouterr()
-    code = pg_cli.main([str(a) for a in args])
-    out, err = capfd.readouterr()
-    assert "Traceback" not in err, err
-    if code == 2:
-        assert len([ln for ln in err.splitlines() if ln.strip()]) == 1, err
-    return _Done(code, out, err)
-
-
 def _count(db: Path, sql: str, *params) -> int:
     con = duckdb.connect(str(db), read_only=True)
     n = con.execute(sql, list(params)).fetchone()[0]
@@ -49,16 +28,18 @@ def _count(db: Path, sql: str, *params) -> int:
     return n
 
 
-def test_sets_drop_rename(tmp_path, capfd):
+def test_sets_drop_rename(tmp_path, capfd, caplog):
+    cli = partial(cli_main, capfd, caplog)
     db = tmp_path / "c.duckdb"
     sim = _folder(tmp_path / "sim", 3)
     real = _folder(tmp_path / "real", 4, seed=10)
     (real / "broken.png").write_bytes(b"\x89PNG\r\n")
-    p = _cli(capfd, "sets", "--db", db)
+    p = cli("sets", "--db", db)
     assert p.returncode == 2 and not db.exists()
-    _cli(capfd, "index", sim, "--set", "sim", "--domain", "sim", "--db", db)
-    _cli(capfd, "index", real, "--set", "real", "--domain", "real", "--db", db)
-    p = _cli(capfd, "sets", "--db", db, "--json", tmp_path / "sets.json")
+    clean(cli("index", sim, "--set", "sim", "--domain", "sim", "--db", db))
+    clean(cli("index", real, "--set", "real", "--domain", "real", "--db", db))
+    p = cli("sets", "--db", db, "--json", tmp_path / "sets.json")
+    clean(p)
     lines = p.stdout.splitlines()
     assert lines[0].split() == ["name", "domain", "frames", "usable", "skipped", "source"]
     assert lines[1].split()[:5] == ["real", "real", "5", "4", "1"] and lines[2].split()[:5] == ["sim", "sim", "3", "3", "0"]
@@ -70,45 +51,48 @@ def test_sets_drop_rename(tmp_path, capfd):
             "categories": [{"id": 1, "name": "cube"}],
             "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 10]}]}
     (tmp_path / "gt.json").write_text(json.dumps(coco))
-    p = _cli(capfd, "index", "--coco", tmp_path / "gt.json", "--set", "sim", "--source", "gt", "--db", db)
+    clean(p := cli("index", "--coco", tmp_path / "gt.json", "--set", "sim", "--source", "gt", "--db", db))
     assert p.returncode == 0, p.stderr
-    p = _cli(capfd, "rename", "sim", "sim_v2", "--db", db)
+    clean(p := cli("rename", "sim", "sim_v2", "--db", db))
     assert p.returncode == 0 and "renamed set 'sim' to 'sim_v2'" in p.stdout
     assert _count(db, "SELECT count(*) FROM frames WHERE set_name = 'sim_v2'") == 3
     assert _count(db, "SELECT count(*) FROM annotations WHERE set_name = 'sim_v2'") == 1
     assert _count(db, "SELECT count(*) FROM frames WHERE set_name = 'sim'") == 0
-    p = _cli(capfd, "stats", "--sim", "sim_v2", "--real", "real", "--db", db)
+    p = cli("stats", "--sim", "sim_v2", "--real", "real", "--db", db)
+    clean(p)
     assert p.returncode == 0 and "sim set 'sim_v2'" in p.stdout
     for args, fragment in [(("rename", "sim_v2", "real"), "a set of that name exists"),
                            (("rename", "nope", "x"), "Unknown set 'nope' for OLD (known: real, sim_v2)"),
                            (("drop", "nope"), "Unknown set 'nope'"), (("rename", "real", " "), "non-empty set name")]:
-        p = _cli(capfd, *args, "--db", db)
+        p = cli(*args, "--db", db)
+        clean(p)
         assert p.returncode == 2 and fragment in p.stderr, (args, p.stderr)
     n_stats = _count(db, "SELECT count(*) FROM frame_stats")
-    p = _cli(capfd, "drop", "sim_v2", "--db", db)
+    clean(p := cli("drop", "sim_v2", "--db", db))
     assert p.returncode == 0 and "dropped set 'sim_v2' (3 frames)" in p.stdout
     assert _count(db, "SELECT count(*) FROM frames WHERE set_name = 'sim_v2'") == 0
     assert _count(db, "SELECT count(*) FROM annotations") == 0
     assert _count(db, "SELECT count(*) FROM frame_stats") == n_stats  # the cache is by content: kept
-    p = _cli(capfd, "sets", "--db", db)
+    p = cli("sets", "--db", db)
     assert [ln.split()[0] for ln in p.stdout.splitlines()[1:]] == ["real"]
     # re-index under the dropped name: a fresh set, statistics served from the cache
-    _cli(capfd, "index", sim, "--set", "sim_v2", "--domain", "real", "--db", db)
+    clean(cli("index", sim, "--set", "sim_v2", "--domain", "real", "--db", db))
     assert _count(db, "SELECT count(*) FROM frame_sets WHERE name = 'sim_v2' AND domain = 'real'") == 1
 
 
-def test_reindexing_from_a_corrected_manifest_replaces_the_rows(tmp_path, capfd):
+def test_reindexing_from_a_corrected_manifest_replaces_the_rows(tmp_path, capfd, caplog):
+    cli = partial(cli_main, capfd, caplog)
     _folder(tmp_path / "data" / "a", 3)
     db = tmp_path / "c.duckdb"
     m = tmp_path / "m.jsonl"
     wrong = [{"set": "s", "domain": "sim", "rgb": f"data/b/f{i}.png", "pair_key": str(i)} for i in range(2)] + [
         {"set": "s", "domain": "sim", "rgb": "data/a/f2.png", "pair_key": "x"}]  # wrong folder, wrong key
     m.write_text("\n".join(json.dumps(r) for r in wrong))
-    p = _cli(capfd, "index", "--manifest", m, "--db", db)
+    clean(p := cli("index", "--manifest", m, "--db", db))
     assert "1 usable, 2 skipped" in p.stdout
     fixed = [{"set": "s", "domain": "sim", "rgb": f"data/a/f{i}.png", "pair_key": str(i)} for i in range(2)]
     m.write_text("\n".join(json.dumps(r) for r in fixed))
-    p = _cli(capfd, "index", "--manifest", m, "--db", db)
+    clean(p := cli("index", "--manifest", m, "--db", db))
     assert p.returncode == 0 and "0 vanished, 3 no longer listed (removed); 2 usable, 0 skipped" in p.stdout, p.stdout
     con = duckdb.connect(str(db), read_only=True)
     rows = con.execute("SELECT pair_key, status FROM frames ORDER BY pair_key").fetchall()
@@ -117,7 +101,7 @@ def test_reindexing_from_a_corrected_manifest_replaces_the_rows(tmp_path, capfd)
     # a frame whose file is really gone is still recorded as vanished
     (tmp_path / "data" / "a" / "f1.png").unlink()
     m.write_text(json.dumps(fixed[0]))
-    p = _cli(capfd, "index", "--manifest", m, "--db", db)
+    clean(p := cli("index", "--manifest", m, "--db", db))
     assert "1 vanished; 1 usable" in p.stdout, p.stdout
 
 
@@ -149,8 +133,10 @@ def test_repeats_follow_the_listing_through_rename_clean_reindex_and_drop(tmp_pa
     ("run", "--sim", "a", "--real", "b", "--out", "OUT"), ("screen", "--sim", "a,b", "--real", "c", "--out", "OUT"),
     ("drift", "--baseline", "a", "--current", "b", "--out", "OUT"), ("drop", "a"), ("rename", "a", "b"),
 ])
-def test_read_commands_on_a_missing_catalog_exit_2_and_create_nothing(tmp_path, capfd, args):
+def test_read_commands_on_a_missing_catalog_exit_2_and_create_nothing(tmp_path, capfd, caplog, args):
+    cli = partial(cli_main, capfd, caplog)
     db = tmp_path / "typo.duckdb"
-    p = _cli(capfd, *[str(tmp_path / "out") if a == "OUT" else a for a in args], "--db", db)
+    p = cli(*[str(tmp_path / "out") if a == "OUT" else a for a in args], "--db", db)
+    clean(p)
     assert p.returncode == 2 and "does not exist" in p.stderr and "typo.duckdb" in p.stderr, p.stderr
     assert sorted(tmp_path.iterdir()) == []  # no catalog, no lock file, no output folder
