@@ -210,7 +210,8 @@ def test_corpus_skips_reach_the_report(corpus_run):
 def test_bad_manifest_missing_columns(tmp_path, capfd):
     frames_dir(tmp_path / "a", 2)
     m = write_manifest(tmp_path / "m.jsonl", [{"set": "s", "rgb": "a/f0.png", "pair_key": "0"}])
-    one_line_error(here(capfd, "index", "--manifest", m, "--db", tmp_path / "c.duckdb"), "missing required column", "domain")
+    one_line_error(here(capfd, "index", "--manifest", m, "--db", tmp_path / "c.duckdb"),
+                   "missing required column", "domain")
 
 
 def test_bad_manifest_extra_columns_are_named_and_ignored(tmp_path, capfd):
@@ -239,13 +240,13 @@ def test_bad_duplicate_pair_keys_keep_the_first(tmp_path, capfd):
 
 def test_bad_empty_set_and_unknown_set(tmp_path, capfd):
     (tmp_path / "empty").mkdir()
-    one_line_error(here(capfd, "index", tmp_path / "empty", "--set", "e", "--domain", "sim", "--db", tmp_path / "c.duckdb"),
-                    "no usable frame")
+    one_line_error(here(capfd, "index", tmp_path / "empty", "--set", "e", "--domain", "sim",
+                        "--db", tmp_path / "c.duckdb"), "no usable frame")
     only_bad = tmp_path / "only_bad"
     only_bad.mkdir()
     (only_bad / "x.png").write_bytes(b"")
     one_line_error(here(capfd, "index", only_bad, "--set", "b", "--domain", "sim", "--db", tmp_path / "c.duckdb"),
-                    "no usable frame", "1 skipped")
+                   "no usable frame", "1 skipped")
     one_line_error(here(capfd, "stats", "--sim", "nope", "--real", "e", "--db", tmp_path / "c.duckdb"), "nope")
     one_line_error(here(capfd, "index", tmp_path / "does_not_exist", "--set", "x", "--domain", "sim",
                         "--db", tmp_path / "c.duckdb"), "does_not_exist")
@@ -254,8 +255,8 @@ def test_bad_empty_set_and_unknown_set(tmp_path, capfd):
 def test_bad_catalog_file(tmp_path, capfd):
     (tmp_path / "text.duckdb").write_text("not a database")
     frames_dir(tmp_path / "a", 1)
-    one_line_error(here(capfd, "index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", tmp_path / "text.duckdb"),
-                    "catalog")
+    one_line_error(here(capfd, "index", tmp_path / "a", "--set", "s", "--domain", "sim",
+                        "--db", tmp_path / "text.duckdb"), "catalog")
 
 
 def test_bad_coco_malformed_and_boxes_outside_the_image(tmp_path, capfd):
@@ -263,7 +264,8 @@ def test_bad_coco_malformed_and_boxes_outside_the_image(tmp_path, capfd):
     db = tmp_path / "c.duckdb"
     assert here(capfd, "index", tmp_path / "a", "--set", "s", "--domain", "sim", "--db", db, "-q").returncode == 0
     (tmp_path / "broken.json").write_text('{"images": [{"id": 1, "file_name": "f0.png"}], "annotations": [')
-    one_line_error(here(capfd, "index", "--coco", tmp_path / "broken.json", "--set", "s", "--source", "gt", "--db", db), "json")
+    one_line_error(here(capfd, "index", "--coco", tmp_path / "broken.json", "--set", "s", "--source", "gt", "--db", db),
+                   "json")
     (tmp_path / "shape.json").write_text(json.dumps({"images": "nope", "annotations": 3}))
     one_line_error(here(capfd, "index", "--coco", tmp_path / "shape.json", "--set", "s", "--source", "gt", "--db", db))
     coco = {"images": [{"id": 1, "file_name": "f0.png", "width": 64, "height": 48},
@@ -292,7 +294,8 @@ def test_bad_single_frame_and_constant_images_run_to_the_end(tmp_path, capfd):
         (tmp_path / name).mkdir()
         Image.fromarray(good_frame(0)).save(tmp_path / name / "k.png")
         assert here(capfd, "index", tmp_path / name, "--set", name, "--domain", dom, "--db", db, "-q").returncode == 0
-    p = here(capfd, "run", "--sim", "one_sim", "--real", "one_real", "--encoders", "pixel", "--out", tmp_path / "o1", "--db", db)
+    p = here(capfd, "run", "--sim", "one_sim", "--real", "one_real", "--encoders", "pixel", "--out", tmp_path / "o1",
+             "--db", db)
     clean(p)
     assert p.returncode == 0, p.stderr
     res = json.loads((tmp_path / "o1" / "results.json").read_text())
@@ -302,7 +305,8 @@ def test_bad_single_frame_and_constant_images_run_to_the_end(tmp_path, capfd):
         for i in range(6):
             Image.fromarray(np.full((48, 64, 3), level, np.uint8)).save(tmp_path / name / f"k{i}.png")
         assert here(capfd, "index", tmp_path / name, "--set", name, "--domain", dom, "--db", db, "-q").returncode == 0
-    p = here(capfd, "run", "--sim", "flat_sim", "--real", "flat_real", "--encoders", "pixel", "--out", tmp_path / "o2", "--db", db)
+    p = here(capfd, "run", "--sim", "flat_sim", "--real", "flat_real", "--encoders", "pixel", "--out", tmp_path / "o2",
+             "--db", db)
     clean(p)
     assert p.returncode == 0, p.stderr
     json.loads((tmp_path / "o2" / "results.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))

@@ -54,10 +54,10 @@ def test_duplicate_manifest_columns_are_an_error_naming_the_column(tmp_path, cap
     frames_dir(tmp_path / "a", 2)
     (tmp_path / "m.csv").write_text("set,domain,rgb,pair_key,rgb\ns,sim,a/f0.png,0,a/f1.png\n")
     one_line_error(here(capfd, "index", "--manifest", tmp_path / "m.csv", "--db", tmp_path / "c.duckdb"),
-                    "two columns named 'rgb'")
+                   "two columns named 'rgb'")
     (tmp_path / "m.jsonl").write_text('{"set": "s", "domain": "sim", "rgb": "a/f0.png", "pair_key": "0", "rgb": "a/f1.png"}\n')
     one_line_error(here(capfd, "index", "--manifest", tmp_path / "m.jsonl", "--db", tmp_path / "c.duckdb"),
-                    "line 1", "key 'rgb' appears twice")
+                   "line 1", "key 'rgb' appears twice")
     assert not (tmp_path / "c.duckdb").exists() or not query(tmp_path / "c.duckdb", "SELECT * FROM frames")
 
 
@@ -123,7 +123,8 @@ def test_bad_manifest_values_are_recorded_skips_with_their_reason(tmp_path, capf
                              "rgb": ["a/frame_000.png", "a/frame_001.png"],
                              "step": pa.array([datetime.datetime(2024, 1, 1)] * 2, pa.timestamp("us"))}),
                    tmp_path / "m.parquet")
-    one_line_error(here(capfd, "index", "--manifest", tmp_path / "m.parquet", "--db", db), "no usable frame", "2 skipped")
+    one_line_error(here(capfd, "index", "--manifest", tmp_path / "m.parquet", "--db", db),
+                   "no usable frame", "2 skipped")
     assert {e for (e,) in query(db, "SELECT error FROM frames WHERE set_name = 't'")} == {
         "bad value: column 'step' is '2024-01-01 00:00:00' (datetime), expected a whole number"}
 

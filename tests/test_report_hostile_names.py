@@ -58,7 +58,8 @@ def test_hostile_names_end_to_end_are_escaped_and_run_nothing_in_a_browser(tmp_p
     res = json.loads((tmp_path / "out" / "results.json").read_text())
     assert det in res["detection"]["sets"][sim]
     pages = [tmp_path / "out" / "report.html"]
-    p = here(capfd, "drift", "--baseline", real, "--current", sim, "--encoders", "pixel", "--out", tmp_path / "drift", "--db", db)
+    p = here(capfd, "drift", "--baseline", real, "--current", sim, "--encoders", "pixel", "--out", tmp_path / "drift",
+             "--db", db)
     clean(p)
     assert p.returncode in (0, 1), p.stderr
     pages.append(tmp_path / "drift" / "report.html")

@@ -307,8 +307,8 @@ def test_a_local_ray_engine_connects_to_nothing_off_this_machine(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     # --seccomp-bpf: only the traced call stops a process, not every system call of Ray's processes
     p = subprocess.run(["strace", "-f", "--seccomp-bpf", "-qq", "-e", "trace=connect", "-e", "signal=none",
-                        "-o", str(trace), sys.executable, str(REPO / "cli.py"), "stats", "--sim", "sim", "--real", "real",
-                        "--db", db, "--engine", "ray", "--workers", "1", "-q"],
+                        "-o", str(trace), sys.executable, str(REPO / "cli.py"), "stats", "--sim", "sim",
+                        "--real", "real", "--db", db, "--engine", "ray", "--workers", "1", "-q"],
                        capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
     assert p.returncode in (0, 1), p.stderr
     text = trace.read_text()
