@@ -98,6 +98,38 @@ def _id_and_name(entry: dict, section: str, i: int, name_key: str) -> tuple[int,
     return eid, name
 
 
+def _images_and_categories(obj: dict, kind: str, boxes: dict[str, list[Box]], sizes: dict[str, tuple[int, int]]
+                           ) -> tuple[dict[int, str], dict[int, str]]:
+    """A COCO dict's image id -> file name and category id -> name maps, validated; each image gets an
+    empty box list in `boxes` and its size, when given, in `sizes`."""
+    for key in ("images", "annotations", "categories"):
+        if key not in obj:
+            raise InputError(f"COCO {kind} object lacks the `{key}` key.")
+    imgs: dict[int, str] = {}
+    for i, im in enumerate(_list_of_dicts(obj, "images")):
+        iid, name = _id_and_name(im, "images", i, "file_name")
+        if iid in imgs:
+            raise InputError(f"COCO image id {iid} appears twice in `images`.")
+        if name in boxes:
+            raise InputError(f"COCO image file_name {name!r} appears twice in `images`.")
+        imgs[iid] = name
+        boxes[name] = []
+        w, h = im.get("width"), im.get("height")
+        if w is not None and h is not None:
+            if not (_is_number(w) and _is_number(h) and w > 0 and h > 0):
+                raise InputError(f"Expected `images[{i}]` width/height > 0, got {w!r} x {h!r}.")
+            sizes[name] = (int(w), int(h))
+    cats: dict[int, str] = {}
+    for i, c in enumerate(_list_of_dicts(obj, "categories")):
+        cid, name = _id_and_name(c, "categories", i, "name")
+        if cid in cats:
+            raise InputError(f"COCO category id {cid} appears twice in `categories`.")
+        if name in cats.values():
+            raise InputError(f"COCO category name {name!r} appears twice in `categories`.")
+        cats[cid] = name
+    return imgs, cats
+
+
 def parse_coco(obj: dict | list, *, kind: Literal["gt", "det"],
                image_names: Mapping[int, str] | None = None,
                category_names: Mapping[int, str] | None = None) -> ParsedCoco:
@@ -124,31 +156,7 @@ def parse_coco(obj: dict | list, *, kind: Literal["gt", "det"],
     sizes: dict[str, tuple[int, int]] = {}
     boxes: dict[str, list[Box]] = {}
     if isinstance(obj, dict):
-        for key in ("images", "annotations", "categories"):
-            if key not in obj:
-                raise InputError(f"COCO {kind} object lacks the `{key}` key.")
-        imgs: dict[int, str] = {}
-        for i, im in enumerate(_list_of_dicts(obj, "images")):
-            iid, name = _id_and_name(im, "images", i, "file_name")
-            if iid in imgs:
-                raise InputError(f"COCO image id {iid} appears twice in `images`.")
-            if name in boxes:
-                raise InputError(f"COCO image file_name {name!r} appears twice in `images`.")
-            imgs[iid] = name
-            boxes[name] = []
-            w, h = im.get("width"), im.get("height")
-            if w is not None and h is not None:
-                if not (_is_number(w) and _is_number(h) and w > 0 and h > 0):
-                    raise InputError(f"Expected `images[{i}]` width/height > 0, got {w!r} x {h!r}.")
-                sizes[name] = (int(w), int(h))
-        cats: dict[int, str] = {}
-        for i, c in enumerate(_list_of_dicts(obj, "categories")):
-            cid, name = _id_and_name(c, "categories", i, "name")
-            if cid in cats:
-                raise InputError(f"COCO category id {cid} appears twice in `categories`.")
-            if name in cats.values():
-                raise InputError(f"COCO category name {name!r} appears twice in `categories`.")
-            cats[cid] = name
+        imgs, cats = _images_and_categories(obj, kind, boxes, sizes)
         anns = _list_of_dicts(obj, "annotations")
         strict = strict_img = strict_cat = True
     elif isinstance(obj, list):
