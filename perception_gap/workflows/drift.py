@@ -103,6 +103,94 @@ def _gate_title(g: dict[str, Any], current: str, baseline: str) -> str:
     return f"Gate {g['name']} failed: {v} > {t}"
 
 
+def _on(cfg: dict[str, dict[str, Any]], table: str) -> bool:
+    return bool(cfg[table]["enabled"])
+
+
+def _statistic_gates(cfg: dict[str, dict[str, Any]], rec: dict[str, Any], st: dict[str, list], eps: dict[str, list],
+                     pairs: np.ndarray, baseline: str, current: str, kw: dict[str, Any]) -> list[dr.Gate]:
+    """The gates on the frames' statistics: channel shift, sharpness, sensor noise, depth dropout."""
+    gates: list[dr.Gate] = []
+
+    def on(table: str) -> bool:
+        return _on(cfg, table)
+
+    if on("channel_shift"):
+        gates.append(dr.shift_gate("channel_shift", dr.exposure_matrix(st[baseline]), dr.exposure_matrix(st[current]),
+                                   eps[baseline], eps[current], float(cfg["channel_shift"]["max_stops"]),
+                                   labels=["R", "G", "B"], pairs=pairs, **kw))
+    if on("sharpness"):
+        gates.append(dr.shift_gate("sharpness", dr.sharpness_vector(st[baseline]), dr.sharpness_vector(st[current]),
+                                   eps[baseline], eps[current], float(cfg["sharpness"]["max_log2"]),
+                                   labels=["log2 sharpness"], pairs=pairs, **kw))
+    if on("sensor_noise"):
+        nb, nc = dr.noise_vector(st[baseline]), dr.noise_vector(st[current])
+        if len(nb) == len(st[baseline]) and len(nc) == len(st[current]):
+            gates.append(dr.shift_gate("sensor_noise", nb, nc, eps[baseline], eps[current],
+                                       float(cfg["sensor_noise"]["max_levels"]), labels=["noise sigma"], pairs=pairs,
+                                       reducer="median", **kw))
+        else:
+            gates.append(dr.not_computed("sensor_noise", float(cfg["sensor_noise"]["max_levels"]),
+                                         "frames without a noise estimate (tiny frames)"))
+    if on("depth_dropout"):
+        t = float(cfg["depth_dropout"]["max_increase"])
+        dep = {n: [f for f in rec[n].frames if f.depth is not None] for n in rec}
+        if dep[baseline] and dep[current]:
+            gates.append(dr.shift_gate(
+                "depth_dropout", np.asarray([[f.depth.dropout] for f in dep[baseline]]),
+                np.asarray([[f.depth.dropout] for f in dep[current]]), [f.episode for f in dep[baseline]],
+                [f.episode for f in dep[current]], t, labels=["dropout"], reducer="mean", one_sided=True, **kw))
+        elif dep[baseline] or dep[current]:  # depth on one side only: the gate applies, with nothing to compare
+            gates.append(dr.not_computed("depth_dropout", t, "no depth on " + (baseline if not dep[baseline] else current)))
+        else:
+            gates.append(dr.skipped("depth_dropout", t, "no depth maps in either set"))
+    return gates
+
+
+def _embedding_gates(catalog: Catalog, cfg: dict[str, dict[str, Any]], cand: Candidate, baseline: str, current: str,
+                     sample_paths: Any, *, device: str, precision: str, seed: int
+                     ) -> tuple[dict[str, Any], list[dr.Gate]]:
+    """(the encoder's `encoders[i]` identity, its embedding and domain-AUC gates) for one candidate."""
+    gates: list[dr.Gate] = []
+
+    def on(table: str) -> bool:
+        return _on(cfg, table)
+
+    enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
+    label = cand.label
+    mb, eb = catalog.load_embeddings(baseline, enc.fingerprint, sample_paths)
+    mc, ec = catalog.load_embeddings(current, enc.fingerprint)
+    info = {**encoder_identity(enc, label=label, candidate=cand.name), "n_sim": len(mc), "n_real": len(mb)}
+    e_b, e_c = [m["episode"] for m in mb], [m["episode"] for m in mc]
+    # the embedding gate and the classifier's effect size read the same ratio: one PCA fit, not two
+    wanted = on("embedding") or (on("domain_auc") and float(cfg["domain_auc"]["min_ratio"]) > 0)
+    floor = dr.shared_floor_ratio(eb, ec, e_b, random_state=seed) if wanted and len(mb) and len(mc) else None
+    if on("embedding"):
+        t = float(cfg["embedding"]["max_ratio"])
+        gates.append(dr.embedding_gate(f"embedding:{label}", eb, ec, e_b, e_c, t, random_state=seed, floor=floor)
+                     if len(mb) and len(mc) else dr.not_computed(f"embedding:{label}", t, "no embeddings on one side"))
+    if on("domain_auc"):
+        t = float(cfg["domain_auc"]["max_auc"])
+        gates.append(dr.auc_gate(f"domain_auc:{label}", eb, ec, e_b, e_c, t, random_state=seed,
+                                 min_ratio=float(cfg["domain_auc"]["min_ratio"]), floor=floor)
+                     if len(mb) and len(mc) else dr.not_computed(f"domain_auc:{label}", t, "no embeddings on one side"))
+    return info, gates
+
+
+def _gate_findings(gate_dicts: list[dict[str, Any]], baseline: str, current: str) -> list[Finding]:
+    """One finding per failed gate, scored by how far past its threshold it is."""
+    findings = []
+    for g in gate_dicts:
+        if g["status"] != "failed":
+            continue
+        sev, action = _DRIFT_ACTIONS.get(g["name"].split(":")[0], ("gap", "Inspect the frames."))
+        over = abs(g["value"]) / g["threshold"] if g["threshold"] else float(abs(g["value"]))
+        findings.append(Finding(code=f"drift_{g['name'].split(':')[0]}", severity=sev,
+                                title=_gate_title(g, current, baseline), evidence={k: g[k] for k in ("name", "value", "threshold", "ci", "detail")},
+                                action=action, score=float(over)))
+    return findings
+
+
 def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: list[str | Candidate] | None = None,
               config: dict[str, dict[str, Any]] | None = None, device: str = "auto", batch_size: int | str = 32,
               workers: int | None = None, progress: Progress | None = None,
@@ -142,7 +230,7 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
     gates: list[dr.Gate] = []
 
     def on(table: str) -> bool:
-        return bool(cfg[table]["enabled"])
+        return _on(cfg, table)
 
     if on("format"):
         gates.append(dr.format_gate(st[baseline], st[current], float(cfg["format"]["max_fraction"])))
@@ -152,72 +240,21 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
     pairing.log_duplicates(f"drift {baseline!r} vs {current!r}")
     pairs = pairing.array()[:, ::-1].copy()
     kw = dict(n_boot=n_boot, ci=level, random_state=seed)
-    if on("channel_shift"):
-        gates.append(dr.shift_gate("channel_shift", dr.exposure_matrix(st[baseline]), dr.exposure_matrix(st[current]),
-                                   eps[baseline], eps[current], float(cfg["channel_shift"]["max_stops"]),
-                                   labels=["R", "G", "B"], pairs=pairs, **kw))
-    if on("sharpness"):
-        gates.append(dr.shift_gate("sharpness", dr.sharpness_vector(st[baseline]), dr.sharpness_vector(st[current]),
-                                   eps[baseline], eps[current], float(cfg["sharpness"]["max_log2"]),
-                                   labels=["log2 sharpness"], pairs=pairs, **kw))
-    if on("sensor_noise"):
-        nb, nc = dr.noise_vector(st[baseline]), dr.noise_vector(st[current])
-        if len(nb) == len(st[baseline]) and len(nc) == len(st[current]):
-            gates.append(dr.shift_gate("sensor_noise", nb, nc, eps[baseline], eps[current],
-                                       float(cfg["sensor_noise"]["max_levels"]), labels=["noise sigma"], pairs=pairs,
-                                       reducer="median", **kw))
-        else:
-            gates.append(dr.not_computed("sensor_noise", float(cfg["sensor_noise"]["max_levels"]),
-                                         "frames without a noise estimate (tiny frames)"))
-    if on("depth_dropout"):
-        t = float(cfg["depth_dropout"]["max_increase"])
-        dep = {n: [f for f in rec[n].frames if f.depth is not None] for n in rec}
-        if dep[baseline] and dep[current]:
-            gates.append(dr.shift_gate(
-                "depth_dropout", np.asarray([[f.depth.dropout] for f in dep[baseline]]),
-                np.asarray([[f.depth.dropout] for f in dep[current]]), [f.episode for f in dep[baseline]],
-                [f.episode for f in dep[current]], t, labels=["dropout"], reducer="mean", one_sided=True, **kw))
-        elif dep[baseline] or dep[current]:  # depth on one side only: the gate applies, with nothing to compare
-            gates.append(dr.not_computed("depth_dropout", t, "no depth on " + (baseline if not dep[baseline] else current)))
-        else:
-            gates.append(dr.skipped("depth_dropout", t, "no depth maps in either set"))
-    encoders_info = []
+    gates += _statistic_gates(cfg, rec, st, eps, pairs, baseline, current, kw)
+    encoders_info: list[dict[str, Any]] = []
     if names and (on("embedding") or on("domain_auc")):
         embed_sets(catalog, cands, [baseline, current], device=device, batch_size=batch_size, workers=2,
                    progress=progress, precision=precision, runner=engine.embed_runner if engine else None)
         for cand in cands:
-            enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
-            label = cand.label
-            mb, eb = catalog.load_embeddings(baseline, enc.fingerprint, sample.paths)
-            mc, ec = catalog.load_embeddings(current, enc.fingerprint)
-            encoders_info.append({**encoder_identity(enc, label=label, candidate=cand.name),
-                                  "n_sim": len(mc), "n_real": len(mb)})
-            e_b, e_c = [m["episode"] for m in mb], [m["episode"] for m in mc]
-            # the embedding gate and the classifier's effect size read the same ratio: one PCA fit, not two
-            wanted = on("embedding") or (on("domain_auc") and float(cfg["domain_auc"]["min_ratio"]) > 0)
-            floor = dr.shared_floor_ratio(eb, ec, e_b, random_state=seed) if wanted and len(mb) and len(mc) else None
-            if on("embedding"):
-                t = float(cfg["embedding"]["max_ratio"])
-                gates.append(dr.embedding_gate(f"embedding:{label}", eb, ec, e_b, e_c, t, random_state=seed, floor=floor)
-                             if len(mb) and len(mc) else dr.not_computed(f"embedding:{label}", t, "no embeddings on one side"))
-            if on("domain_auc"):
-                t = float(cfg["domain_auc"]["max_auc"])
-                gates.append(dr.auc_gate(f"domain_auc:{label}", eb, ec, e_b, e_c, t, random_state=seed,
-                                         min_ratio=float(cfg["domain_auc"]["min_ratio"]), floor=floor)
-                             if len(mb) and len(mc) else dr.not_computed(f"domain_auc:{label}", t, "no embeddings on one side"))
+            info, got = _embedding_gates(catalog, cfg, cand, baseline, current, sample.paths, device=device,
+                                         precision=precision, seed=seed)
+            encoders_info.append(info)
+            gates += got
     if on("detector_ap"):
         gates += _detector_gates(catalog, baseline, current, float(cfg["detector_ap"]["max_drop"]))
     gate_dicts = [g.to_dict() for g in gates]
     passed = all(g.passed for g in gates)
-    findings = []
-    for g in gate_dicts:
-        if g["status"] != "failed":
-            continue
-        sev, action = _DRIFT_ACTIONS.get(g["name"].split(":")[0], ("gap", "Inspect the frames."))
-        over = abs(g["value"]) / g["threshold"] if g["threshold"] else float(abs(g["value"]))
-        findings.append(Finding(code=f"drift_{g['name'].split(':')[0]}", severity=sev,
-                                title=_gate_title(g, current, baseline), evidence={k: g[k] for k in ("name", "value", "threshold", "ci", "detail")},
-                                action=action, score=float(over)))
+    findings = _gate_findings(gate_dicts, baseline, current)
     # the closing reads and the run's record: one open of the catalog file, not ten (each open
     # costs with the file's size: ~70 ms next to a 10^6-frame baseline)
     summaries = {n: summarize_set(r).to_dict() for n, r in rec.items()}
