@@ -180,6 +180,52 @@ def _from_json(text: str) -> DemoFiles:
     return DemoFiles(**{k: (Path(v) if k in paths else v) for k, v in raw.items()})
 
 
+def _write_rgb(root: Path, key: str, inject: str | None, sim_rgb: np.ndarray, real_rgb: np.ndarray,
+               real_seen: np.ndarray, jpeg: bytes) -> tuple[str, str]:
+    """Write one pair's RGB (PNG and the camera's JPEG, or the observation arrays of the `value_range`
+    and `normalization` faults); (sim path, real path) relative to `root`."""
+    if inject in ("value_range", "normalization"):
+        sim_rel, real_rel = f"sim/{key}.npy", f"real/{key}.npy"
+        if inject == "value_range":
+            np.save(root / sim_rel, _obs(sim_rgb, None, 255.0))
+            np.save(root / real_rel, _obs(real_seen, None, 1.0))
+        else:
+            np.save(root / sim_rel, _obs(sim_rgb, _IMAGENET, 1.0))
+            np.save(root / real_rel, _obs(real_seen, _CLIP, 1.0))
+    else:
+        sim_rel, real_rel = f"sim/{key}.png", f"real/{key}.jpg"
+        Image.fromarray(sim_rgb).save(root / sim_rel)
+        if inject == "channel_swap":
+            (root / real_rel).write_bytes(encode_jpeg(np.ascontiguousarray(real_rgb[..., ::-1])))
+        else:
+            (root / real_rel).write_bytes(jpeg)
+    return sim_rel, real_rel
+
+
+def _state_rows(key: str, e: int, s: int, ep: Any, proprio_rng: np.random.Generator, inject: str | None,
+                sim_rel: str, real_rel: str) -> list[dict[str, Any]]:
+    """The manifest rows of one pair: the state's proprioception and expert action, the real side's
+    with its sensor noise (and, for `joint_units`, its angles in degrees)."""
+    yaw, pitch = float(ep.yaw[s]), float(ep.pitch[s])
+    proprio = [*ep.grip[s].tolist(), yaw, pitch, *ep.objs[s].reshape(-1).tolist()]
+    action = expert_action(ep.grip[s], yaw, ep.objs[s, 0])
+    real_proprio = (np.asarray(proprio) + proprio_rng.normal(0.0, 5e-4, len(proprio))).tolist()
+    real_action = list(action)
+    if inject == "joint_units":
+        real_proprio[3] = math.degrees(real_proprio[3])
+        real_proprio[4] = math.degrees(real_proprio[4])
+        real_action[3] = math.degrees(real_action[3])
+    base = {"pair_key": key, "episode": f"ep{e}", "step": s}
+    sim_row = {"set": SIM_SET, "domain": "sim", "rgb": sim_rel, **base,
+               "depth": f"depth/sim/{key}.npy", "depth_unit": "m",
+               "action": [round(v, 6) for v in action], "proprio": [round(v, 6) for v in proprio]}
+    real_row = {"set": REAL_SET, "domain": "real", "rgb": real_rel, **base,
+                "depth": f"depth/real/{key}.png", "depth_unit": "m" if inject == "depth_scale" else "mm",
+                "action": [round(v, 6) for v in real_action],
+                "proprio": [round(v, 6) for v in real_proprio]}
+    return [sim_row, real_row]
+
+
 def _build(out_dir: Path, *, inject: str | None, n_episodes: int, steps: int, size: tuple[int, int],
            seed: int) -> DemoFiles:
     os.environ.setdefault("MUJOCO_GL", "egl")
@@ -210,7 +256,6 @@ def _build(out_dir: Path, *, inject: str | None, n_episodes: int, steps: int, si
     traj_rng = np.random.default_rng([seed, 0])
     cam_rng = np.random.default_rng([seed, 1])
     proprio_rng = np.random.default_rng([seed, 2])
-    npy_rgb = inject in ("value_range", "normalization")
     exposure = REAL_EXPOSURE_STOPS + (-1.5 if inject == "brightness" else 0.0)
     wb = (1.45, 1.0, 0.70) if inject == "white_balance" else REAL_WB_GAINS
     dropout = 0.40 if inject == "depth_dropout" else REAL_DEPTH_DROPOUT
@@ -243,22 +288,7 @@ def _build(out_dir: Path, *, inject: str | None, n_episodes: int, steps: int, si
                                             exposure_stops=exposure, wb_gains=wb)
                 jpeg = encode_jpeg(real_rgb)
                 real_seen = np.asarray(Image.open(io.BytesIO(jpeg)).convert("RGB"))
-                # ---- write RGB
-                if npy_rgb:
-                    sim_rel, real_rel = f"sim/{key}.npy", f"real/{key}.npy"
-                    if inject == "value_range":
-                        np.save(root / sim_rel, _obs(sim_rgb, None, 255.0))
-                        np.save(root / real_rel, _obs(real_seen, None, 1.0))
-                    else:
-                        np.save(root / sim_rel, _obs(sim_rgb, _IMAGENET, 1.0))
-                        np.save(root / real_rel, _obs(real_seen, _CLIP, 1.0))
-                else:
-                    sim_rel, real_rel = f"sim/{key}.png", f"real/{key}.jpg"
-                    Image.fromarray(sim_rgb).save(root / sim_rel)
-                    if inject == "channel_swap":
-                        (root / real_rel).write_bytes(encode_jpeg(np.ascontiguousarray(real_rgb[..., ::-1])))
-                    else:
-                        (root / real_rel).write_bytes(jpeg)
+                sim_rel, real_rel = _write_rgb(root, key, inject, sim_rgb, real_rgb, real_seen, jpeg)
                 # ---- depth and masks
                 np.save(root / f"depth/sim/{key}.npy", depth_s.astype(np.float32))
                 depth_mm = real_depth_mm(r_depth, r_ids, cam_rng, dropout)
@@ -270,25 +300,7 @@ def _build(out_dir: Path, *, inject: str | None, n_episodes: int, steps: int, si
                 seen = real_seen[..., ::-1] if inject == "channel_swap" else real_seen
                 coco_real.append((real_rel, rw, rh, colour_detect(seen)))
                 gt_real.append((real_rel, rw, rh, mask_boxes(r_ids)))
-                # ---- proprio and action
-                yaw, pitch = float(ep.yaw[s]), float(ep.pitch[s])
-                proprio = [*ep.grip[s].tolist(), yaw, pitch, *ep.objs[s].reshape(-1).tolist()]
-                action = expert_action(ep.grip[s], yaw, ep.objs[s, 0])
-                real_proprio = (np.asarray(proprio) + proprio_rng.normal(0.0, 5e-4, len(proprio))).tolist()
-                real_action = list(action)
-                if inject == "joint_units":
-                    real_proprio[3] = math.degrees(real_proprio[3])
-                    real_proprio[4] = math.degrees(real_proprio[4])
-                    real_action[3] = math.degrees(real_action[3])
-                base = {"pair_key": key, "episode": f"ep{e}", "step": s}
-                rows.append({"set": SIM_SET, "domain": "sim", "rgb": sim_rel, **base,
-                             "depth": f"depth/sim/{key}.npy", "depth_unit": "m",
-                             "action": [round(v, 6) for v in action], "proprio": [round(v, 6) for v in proprio]})
-                real_row = {"set": REAL_SET, "domain": "real", "rgb": real_rel, **base,
-                            "depth": f"depth/real/{key}.png", "depth_unit": "m" if inject == "depth_scale" else "mm",
-                            "action": [round(v, 6) for v in real_action],
-                            "proprio": [round(v, 6) for v in real_proprio]}
-                rows.append(real_row)
+                rows += _state_rows(key, e, s, ep, proprio_rng, inject, sim_rel, real_rel)
     finally:
         for c in cams.values():
             c.close()
