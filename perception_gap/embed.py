@@ -320,10 +320,11 @@ def embed_sets(catalog: Catalog, encoder_names: list[str | Candidate], set_names
     if batch_size != "auto" and (not isinstance(batch_size, int) or batch_size < 1):
         raise InputError(f"Expected `--batch-size` >= 1 or 'auto', got {batch_size!r}.")
     if set_names is not None:
-        for s in set_names:
-            if catalog.get_set(s) is None:
-                known = ", ".join(repr(x) for x in catalog.list_sets()) or "none indexed yet"
-                raise InputError(f"Unknown set {s!r} (known: {known}).")
+        with catalog.session():
+            for s in set_names:
+                if catalog.get_set(s) is None:
+                    known = ", ".join(repr(x) for x in catalog.list_sets()) or "none indexed yet"
+                    raise InputError(f"Unknown set {s!r} (known: {known}).")
     cands = as_candidates(encoder_names)
     encs = [load_encoder(c.name, device=device, precision=c.precision or precision) for c in cands]
     sweep = getattr(progress, "sweep", None)

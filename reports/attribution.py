@@ -33,16 +33,16 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from jinja2 import Environment
 from markupsafe import Markup
 
+from perception_gap.reports import page
 from perception_gap.reports.format import ci as ci_text
 from perception_gap.reports.format import num
 from perception_gap.reports.maps import nice_ticks
 from perception_gap.reports.reading import blank, entries, given
 from perception_gap.reports.reading import results as read_results
 from perception_gap.reports.reading import section as read_section
-from perception_gap.reports.safe_text import escape, finalize
+from perception_gap.reports.safe_text import escape
 from perception_gap.schema import (
     Attribution,
     AttributionFactor,
@@ -408,8 +408,7 @@ def section(results: Results | Mapping[str, Any], *, max_encoders: int = 60, max
     if not encs and model is None:
         return None
     see_maps = plots and res.maps is not None
-    env = Environment(autoescape=True, finalize=finalize, trim_blocks=True, lstrip_blocks=True)
-    return Markup(env.from_string(SECTION).render(
+    return Markup(page.compiled(SECTION).render(
         encoders=[_encoder(e, i, plots, see_maps) for i, e in enumerate(encs[:max_encoders])],
         model=_model(model) if model is not None else None,
         pairs=_pairs(res, model, min(max_pairs, MAX_PAIRS)) if model is not None else None))

@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from jinja2 import Environment
 from markupsafe import Markup
 
 from perception_gap.reports import attribution, evidence, page, plots, reading, scatter
@@ -65,11 +64,6 @@ def _d(v: Any) -> Mapping[str, Any]:
     # a free-form object of results (evidence, a gate's detail, a per-view cell, a listed pair): itself,
     # or empty when it is another kind
     return v if isinstance(v, Mapping) else {}
-
-
-def _environment(text_limit: int) -> Environment:
-    # the environment every report shares: its page shell, escaping and text cap
-    return page.environment(text_limit)
 
 
 def _sev(f: FindingEntry) -> str:
@@ -445,8 +439,7 @@ def render_report(results: Results | Mapping[str, Any], *, max_thumbs: int = 12)
     res = reading.results(results)
     html = ""
     for lim in _LEVELS:
-        env = _environment(lim["text"])
-        html = env.from_string(TEMPLATE).render(**_context(results, res, max_thumbs if lim["plots"] else 0, lim))
+        html = page.compiled(TEMPLATE, lim["text"]).render(**_context(results, res, max_thumbs if lim["plots"] else 0, lim))
         if len(html.encode("utf-8")) < MAX_BYTES:
             return html
         logger.info("report over %d bytes at caps %s; tightening", MAX_BYTES, lim)

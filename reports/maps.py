@@ -21,12 +21,12 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import Environment
 from markupsafe import Markup
 
+from perception_gap.reports import page
 from perception_gap.reports.plots import REAL_COLOR, SIM_COLOR
 from perception_gap.reports.reading import section
-from perception_gap.reports.safe_text import escape, finalize
+from perception_gap.reports.safe_text import escape
 from perception_gap.schema import Maps, MapSide
 from perception_gap.wording import finite, sig
 
@@ -311,7 +311,6 @@ def maps_section(maps: Maps | Mapping[str, Any] | None, names: Mapping[str, Any]
     profiles = _profiles(sec, size, side_colours)
     key = [{"side": s, "name": names.get(s), "swatch": _swatch(s, side_colours[s])} for s in sides]
     turned = sec.orientation_applied
-    env = Environment(autoescape=True, finalize=finalize, trim_blocks=True, lstrip_blocks=True)
-    return Markup(env.from_string(SECTION).render(
+    return Markup(page.compiled(SECTION).render(
         size=size, means=means, mean_bar=mean_bar, paired=paired, profiles=profiles, key=key,
         turned=turned if isinstance(turned, str) and turned != "identity" else None))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from jinja2 import DictLoader, Environment
+from jinja2 import DictLoader, Environment, Template
 
 from perception_gap.reports import safe_text
 
@@ -110,6 +110,13 @@ def environment(text_limit: int | None = None) -> Environment:
                        finalize=lambda v: safe_text.finalize(v, text_limit), trim_blocks=True, lstrip_blocks=True)
 
 
+@lru_cache(maxsize=32)
+def compiled(source: str, text_limit: int | None = None) -> Template:
+    """`source` (a template's text) compiled once in `environment(text_limit)`: the report templates
+    are constants, and compiling one costs about as much as rendering it."""
+    return environment(text_limit).from_string(source)
+
+
 def render(template: str, **context: object) -> str:
     """`template` (the text of a template extending `page.html`) rendered with `context`."""
-    return environment().from_string(template).render(**context)
+    return compiled(template).render(**context)

@@ -139,6 +139,18 @@ def test_identical_frames_give_an_empty_model():
     assert model.factors == () and model.n == 10
 
 
+def test_pairs_whose_light_is_unrelated_fit_no_tone_curve(recwarn):
+    """Each sim frame paired with another scene's noise: the light fit's power runs to about 0 there,
+    which is no camera's tone curve, so none is reported (a power of 0 also sent 0 ** 0 - to inf)."""
+    rng = np.random.default_rng(0)
+    sim = [rng.integers(0, 256, (48, 64, 3), dtype=np.uint8) for _ in range(12)]
+    real = [rng.integers(0, 256, (48, 64, 3), dtype=np.uint8) for _ in range(12)]
+    model = fit_camera_model(sim, real, paired=True)
+    assert "tone_curve" not in {f.code for f in model.factors}, model.factors
+    pg.apply_camera_model(sim[0], model)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in recwarn]
+
+
 def test_unpaired_fit_reads_set_level_gains():
     sim = [C.dead_leaves(s, (160, 120)) for s in range(24)]
     m = CameraModel((Factor("brightness", {"stops": -0.6}), Factor("white_balance", {"r_gain": 0.85, "b_gain": 1.2})))

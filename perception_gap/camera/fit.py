@@ -38,6 +38,9 @@ MIN_EFFECT = {"brightness": 0.04, "white_balance": 0.02, "tone_curve": 0.04, "vi
 BLOCKS = 24                   # light: about this many blocks across the shorter side
 TEXTURE_BYTES = 512 * 2**20   # blur and noise: the float32 frames (both sides) they read at most
 LIN_LO, LIN_HI = 0.004, 0.85  # light: blocks used where both sides lie in this linear range
+# a fitted power outside this is no camera's tone curve (sRGB against linear is 2.2): on frames whose
+# light is unrelated the fit runs to 0, and such a model is not reported
+EXPONENT_RANGE = (0.25, 4.0)
 
 
 def resampling_units(episodes: Sequence[Hashable] | None, n: int) -> np.ndarray:
@@ -206,7 +209,8 @@ def _light_factors(theta: np.ndarray, bt: np.ndarray, fixed: dict[int, float], h
     rg_ci, bg_ci = _ci(bt[:, 0] - bt[:, 1], rg), _ci(bt[:, 2] - bt[:, 1], bg)
     if 3 not in fixed:
         g, g_ci = theta[3], _ci(bt[:, 3], theta[3])
-        if abs(math.log2(max(g, 1e-6))) >= MIN_EFFECT["tone_curve"] and _excludes(g_ci, 1.0):
+        plausible = EXPONENT_RANGE[0] <= g <= EXPONENT_RANGE[1]
+        if plausible and abs(math.log2(g)) >= MIN_EFFECT["tone_curve"] and _excludes(g_ci, 1.0):
             out.append(Factor("tone_curve", {"exponent": round(float(g), 4)}, {"exponent": _r(g_ci)}, how))
     if 4 not in fixed:
         v, v_ci = theta[4] / ln2, _ci(bt[:, 4] / ln2, theta[4] / ln2)

@@ -41,7 +41,8 @@ def sample(catalog: Catalog, sim: str, real: str, fingerprints: list[str], *, ma
     Returns:
         (Sample, {content hash: decode item}).
     """
-    rs, rr = catalog.embedded_frames(sim, fingerprints), catalog.embedded_frames(real, fingerprints)
+    with catalog.session():
+        rs, rr = catalog.embedded_frames(sim, fingerprints), catalog.embedded_frames(real, fingerprints)
     rng = np.random.default_rng(random_state)
     pairing = pair_by_key([s["pair_key"] for s in rs], [r["pair_key"] for r in rr])
     pairing.log_duplicates(f"camera sample {sim!r} vs {real!r}")
@@ -139,8 +140,9 @@ def camera_stage(catalog: Catalog, sim: str, real: str, findings: list[dict[str,
 
     def vectors(enc: Any, hashes: list[str]) -> dict[str, np.ndarray]:
         cf = [h for h in hashes if h.startswith("cf:")]
-        return {**catalog.vectors_by_hash(enc.fingerprint, [h for h in hashes if not h.startswith("cf:")]),
-                **catalog.vectors_by_hash(enc.fingerprint, cf, counterfactual=True)}
+        with catalog.session():
+            return {**catalog.vectors_by_hash(enc.fingerprint, [h for h in hashes if not h.startswith("cf:")]),
+                    **catalog.vectors_by_hash(enc.fingerprint, cf, counterfactual=True)}
 
     def store(enc: Any, keys: list[str], vec: np.ndarray) -> None:
         catalog.write_counterfactuals(enc.name, enc.fingerprint, keys, vec)

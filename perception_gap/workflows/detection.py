@@ -69,7 +69,8 @@ def detection_results(catalog: Catalog, sim: str, real: str, *, random_state: in
     A figure that the boxes cannot give (ground truth with no object on one side) is listed under
     `not_measurable` with its reason, and as an `insufficient_data` finding; the rest still stands.
     """
-    ann = {sim: catalog.load_annotations(sim), real: catalog.load_annotations(real)}
+    with catalog.session():
+        ann = {sim: catalog.load_annotations(sim), real: catalog.load_annotations(real)}
     if not ann[sim] and not ann[real]:
         return None, []
     sizes = {name: {p: (w, h) for p, _k, w, h in catalog.frame_sizes(name)} for name in (sim, real)}

@@ -119,8 +119,9 @@ def analyze_encoder(catalog: Catalog, sim: str, real: str, encoder: Any, *, rand
                     resampling: Resampling = Resampling()) -> dict[str, Any]:
     """The `encoders[]` entry of results.json for one (already embedded) encoder."""
 
-    meta_s, emb_s = catalog.load_embeddings(sim, encoder.fingerprint)
-    meta_r, emb_r = catalog.load_embeddings(real, encoder.fingerprint)
+    with catalog.session():
+        meta_s, emb_s = catalog.load_embeddings(sim, encoder.fingerprint)
+        meta_r, emb_r = catalog.load_embeddings(real, encoder.fingerprint)
     entry: dict[str, Any] = {
         **encoder_identity(encoder), "n_sim": len(meta_s), "n_real": len(meta_r),
         "centroid_distance": None, "centroid_distance_norm": None, "centroid_distance_norm_ci": None,
@@ -318,7 +319,9 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | 
         enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
         entry = analyze_encoder(catalog, sim, real, enc, random_state=random_state, resampling=rs)
         entry.update(name=cand.label, encoder=cand.name)
-        entry["skipped"] = catalog.embedding_skip_reasons(sim, enc.fingerprint) + catalog.embedding_skip_reasons(real, enc.fingerprint)
+        with catalog.session():
+            entry["skipped"] = [*catalog.embedding_skip_reasons(sim, enc.fingerprint),
+                                *catalog.embedding_skip_reasons(real, enc.fingerprint)]
         entries.append(entry)
         encs.append(enc)
     res["camera_model"] = None  # the contract's null: not fitted (--no-attribution, too few frames, a failure)
