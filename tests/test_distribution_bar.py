@@ -17,6 +17,7 @@ from perception_gap.diagnoses.common import (
     SMALL_SET_MARGIN,
     dist_clear,
     dist_z,
+    median,
     rank_p,
 )
 
@@ -30,10 +31,27 @@ def test_min_frames_is_where_the_exact_test_can_first_reach_alpha():
 
 @pytest.mark.parametrize("seed", range(5))
 def test_rank_p_is_scipys_two_sided_mann_whitney(seed):
+    """rank_p is written out (numpy ranks, the exact null by a Gaussian binomial): scipy's `method="auto"`
+    is the reference on every branch: exact (a side of at most 8, no ties), ties, large sets, separation."""
     rng = np.random.default_rng(seed)
-    a, b = rng.normal(0, 1, 9), rng.normal(0.8, 1, 12)
-    assert rank_p(a, b) == pytest.approx(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    cases = [(rng.normal(0, 1, 9), rng.normal(0.8, 1, 12))]
+    for _ in range(200):
+        n1, n2 = int(rng.integers(1, 9)), int(rng.integers(1, 40))
+        shift = float(rng.choice([0.0, 0.7, 4.0]))
+        a, b = rng.normal(0, 1, n1), rng.normal(shift, 1, n2)
+        cases += [(a, b), (b, a), (np.round(a), np.round(b)), (rng.normal(0, 1, n2 + 8), rng.normal(shift, 1, 30))]
+    for a, b in cases:
+        want = 1.0 if np.ptp(np.concatenate([a, b])) == 0 else mannwhitneyu(a, b, alternative="two-sided").pvalue
+        assert rank_p(a, b) == pytest.approx(want, rel=1e-9, abs=1e-300), (a, b)
     assert rank_p(np.ones(4), np.ones(5)) == 1.0  # all tied: no evidence
+
+
+def test_median_is_numpys():
+    rng = np.random.default_rng(0)
+    for n in range(1, 40):
+        for x in (rng.normal(0, 1, n), np.round(rng.normal(0, 2, n)), rng.normal(0, 1, (n, 2))):
+            assert median(x) == float(np.median(x))
+    assert math.isnan(median(np.array([]))) and math.isnan(median(np.array([1.0, np.nan, 2.0])))
 
 
 def test_a_clear_median_shift_without_rank_separation_is_not_clear():

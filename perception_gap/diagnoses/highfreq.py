@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from perception_gap.diagnoses.common import dist_clear, excludes_zero, median_ci
+from perception_gap.diagnoses.common import dist_clear, excludes_zero, median, median_ci
 from perception_gap.diagnoses.context import Context
 from perception_gap.diagnoses.encoding import Encoding
 from perception_gap.statistics.records import FrameRecord
@@ -132,11 +132,11 @@ def contrast(a_sim: np.ndarray, a_real: np.ndarray, paired: bool) -> Contrast:
             return Contrast(math.nan, math.nan, 0.0, False)
         d = s - r
         ci = median_ci(d)
-        return Contrast(float(np.median(s)), float(np.median(r)), float(np.median(d)), excludes_zero(ci), ci)
+        return Contrast(median(s), median(r), median(d), excludes_zero(ci), ci)
     s, r = a_sim[np.isfinite(a_sim)], a_real[np.isfinite(a_real)]
     if s.size < 2 or r.size < 2:
         return Contrast(math.nan, math.nan, 0.0, False)
-    ms, mr = float(np.median(s)), float(np.median(r))
+    ms, mr = median(s), median(r)
     return Contrast(ms, mr, ms - mr, dist_clear(s, r))
 
 
