@@ -16,7 +16,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -293,7 +293,7 @@ def _load_batch(enc: Any, items: list[tuple], pool: ThreadPoolExecutor | None,
 def embed_sets(catalog: Catalog, encoder_names: list[str | Candidate], set_names: list[str] | None = None, *,
                device: str = "auto", batch_size: int | str = 32, workers: int = 2,
                progress: Progress | None = None, precision: str = "fp32",
-               runner: ItemsRunner | None = None) -> list[EmbedReport]:
+               runner: ItemsRunner | None = None, built: Sequence[Any] | None = None) -> list[EmbedReport]:
     """Embed every usable frame of the sets (all sets when None) through each encoder.
 
     Args:
@@ -310,6 +310,8 @@ def embed_sets(catalog: Catalog, encoder_names: list[str | Candidate], set_names
         runner: embeds and stores a todo list elsewhere (the Ray engine, `perception_gap.engines`),
             taking and returning what `_embed_items` does; it loads the model where it runs, so
             this process does not. Default: here, batch by batch.
+        built: the encoders of `encoder_names`, already made by `load_encoder` (in that order): a
+            caller that goes on to use them (`run`'s camera stage) loads each model once.
         progress: called as progress(done, total) for each encoder's pass. When it also has a
             `sweep` attribute, that is called with a `SweepStatus` (which encoder of how many, and
             the time left over the whole pass) at the start of each encoder and with each batch.
@@ -326,7 +328,10 @@ def embed_sets(catalog: Catalog, encoder_names: list[str | Candidate], set_names
                     known = ", ".join(repr(x) for x in catalog.list_sets()) or "none indexed yet"
                     raise InputError(f"Unknown set {s!r} (known: {known}).")
     cands = as_candidates(encoder_names)
-    encs = [load_encoder(c.name, device=device, precision=c.precision or precision) for c in cands]
+    encs = list(built) if built is not None else [load_encoder(c.name, device=device, precision=c.precision or precision)
+                                                   for c in cands]
+    if len(encs) != len(cands):
+        raise ValueError(f"Expected one built encoder per name ({len(cands)}), got {len(encs)}.")
     sweep = getattr(progress, "sweep", None)
     clock = None
     if callable(sweep):  # what each encoder lacks, counted up front for the time left over the pass

@@ -38,5 +38,5 @@ def blur(a: np.ndarray, radius: float = 1.5) -> np.ndarray:
 def write_set(root: Path, frames: list[np.ndarray], prefix: str = "s") -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for i, a in enumerate(frames):
-        Image.fromarray(a).save(root / f"{prefix}{i:03d}.png")
+        Image.fromarray(a).save(root / f"{prefix}{i:03d}.png", compress_level=1)
     return root

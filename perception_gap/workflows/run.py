@@ -307,23 +307,23 @@ def run_job(catalog: Catalog, sim: str, real: str, *, encoder_names: list[str | 
     random_state = rs.random_state(random_state)
     res = stats_job(catalog, sim, real, workers=workers, progress=progress,
                     runner=engine.stats_runner if engine else None)
+    # one object per encoder from here on: the camera stage embeds with the models the pass loaded
+    encs = [load_encoder(c.name, device=device, precision=c.precision or precision) for c in cands]
     embed_sets(catalog, cands, [sim, real], device=device, batch_size=batch_size, workers=2, progress=progress,
-               precision=precision, runner=engine.embed_runner if engine else None)
+               precision=precision, runner=engine.embed_runner if engine else None, built=encs)
     if fid_enc is not None:
         embed_sets(catalog, [fid_enc.name], [sim, real], device=device, batch_size=batch_size, workers=2,
                    progress=progress, runner=engine.embed_runner if engine else None)
         res["fid"] = fid_section(catalog, sim, real, fid_enc, groups=_groups, random_state=random_state,
                                  resampling=rs)
-    entries, encs = [], []
-    for cand in cands:
-        enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
+    entries = []
+    for cand, enc in zip(cands, encs):
         entry = analyze_encoder(catalog, sim, real, enc, random_state=random_state, resampling=rs)
         entry.update(name=cand.label, encoder=cand.name)
         with catalog.session():
             entry["skipped"] = [*catalog.embedding_skip_reasons(sim, enc.fingerprint),
                                 *catalog.embedding_skip_reasons(real, enc.fingerprint)]
         entries.append(entry)
-        encs.append(enc)
     res["camera_model"] = None  # the contract's null: not fitted (--no-attribution, too few frames, a failure)
     if attribution:
         _attribute(catalog, sim, real, res, entries, encs, progress=progress, random_state=random_state,

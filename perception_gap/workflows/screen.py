@@ -78,10 +78,10 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
     view_inputs.append(("raw statistics", feats, keys, eps))
     encoders_info = []
     if names:
+        encs = [load_encoder(c.name, device=device, precision=c.precision or precision) for c in cands]
         embed_sets(catalog, cands, sims + [real], device=device, batch_size=batch_size, workers=2, progress=progress,
-                   precision=precision)
-        for cand in cands:
-            enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
+                   precision=precision, built=encs)
+        for cand, enc in zip(cands, encs):
             embs, k2, e2 = {}, {}, {}
             for n in sims + [real]:
                 meta, arr = catalog.load_embeddings(n, enc.fingerprint)
