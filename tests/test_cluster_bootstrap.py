@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from perception_gap.metrics.bootstrap import centred_ci, cluster_replicates, on_rows
-from perception_gap.metrics.resampling import cluster_counts, frame_rows
+from perception_gap.metrics.resampling import WeightedMedian, cluster_counts, frame_rows
 from perception_gap.workflows import drift_gates, screening
 
 # three clusters of 1, 2 and 3 frames: a replicate keeps every frame of a drawn cluster
@@ -97,3 +97,23 @@ def test_drift_and_screen_draw_through_the_one_bootstrap():
     assert np.array_equal(got, np.asarray(want))
     draws, index = screening.shared_draws({"sim": list("abcde"), "real": list("abcdf")}, n_boot=40, random_state=9)
     assert len(index) == 6 and np.array_equal(draws, cluster_counts(6, 40, np.random.default_rng(9)))
+
+
+def test_weighted_median_is_numpys_median_of_the_drawn_rows_one_replicate_or_all_at_once():
+    """`WeightedMedian` reads the median of each column from draw counts: bit for bit np.median of
+    the rows repeated as drawn, per replicate and for every replicate at once (ties, odd and even
+    totals, replicates that draw nothing, blocks of rows)."""
+    rng = np.random.default_rng(3)
+    values = np.round(rng.normal(0, 2, (23, 3)), 1)  # rounded: tied values within a column
+    counts = rng.integers(0, 3, (300, 23))
+    counts[::37] = 0  # replicates that draw no frame
+    wm = WeightedMedian(values)
+    want = np.full((len(counts), 3), np.nan)
+    for i, c in enumerate(counts):
+        if c.any():
+            want[i] = np.median(values[np.repeat(np.arange(23), c)], axis=0)
+            assert np.array_equal(wm(c), want[i])
+        else:
+            assert wm(c) is None
+    assert np.array_equal(wm.replicates(counts), want, equal_nan=True)
+    assert np.array_equal(wm.replicates(counts, max_cells=50), want, equal_nan=True)  # two rows per block

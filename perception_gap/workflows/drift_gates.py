@@ -194,8 +194,12 @@ def skipped(name: str, threshold: float, reason: str) -> Gate:
 def _side_replicates(values: np.ndarray, labels: np.ndarray, counts: np.ndarray, stat,
                      median: bool) -> list[np.ndarray | None]:
     """Replicates of stat(values[rows]) under the cluster draws `counts` (`median`: stat is the
-    column median, read by `WeightedMedian` from the draw counts without copying rows)."""
-    return cluster_replicates(WeightedMedian(values) if median else on_rows(stat, values), labels, counts)
+    column median, read by `WeightedMedian` from the draw counts of every replicate at once)."""
+    if not median:
+        return cluster_replicates(on_rows(stat, values), labels, counts)
+    w = counts[:, labels]
+    reps = WeightedMedian(values).replicates(w)
+    return [r if drawn else None for r, drawn in zip(reps, w.any(axis=1))]
 
 
 def _cluster_resample_stat(values: np.ndarray, labels: np.ndarray, stat, n_boot: int,
