@@ -183,7 +183,10 @@ N_CRASH = 60
 
 def paired_catalog(tmp_path_factory) -> tuple[Path, Path]:
     """`N_CRASH` rendered frames a side (sets csim, creal; 20-frame episodes, 2-d actions) listed in
-    `m.jsonl`, and a template catalog with them indexed: built once per test process."""
+    `m.jsonl`, and a template catalog with them indexed: built once per test process (in-process: the
+    world, not the subject)."""
+    from perception_gap import cli as pg_cli
+
     tmp = tmp_path_factory.getbasetemp() / "paired_catalog"
     template = tmp / "template.duckdb"
     if (tmp / "built").exists():
@@ -200,6 +203,6 @@ def paired_catalog(tmp_path_factory) -> tuple[Path, Path]:
                          "episode": f"e{i // 20}", "action": [float(i % 7), float(i % 3)]})
     write_manifest(tmp / "m.jsonl", rows)
     template.unlink(missing_ok=True)
-    ok(cli("index", "--manifest", tmp / "m.jsonl", "--db", template, "-q"))
+    assert pg_cli.main(["index", "--manifest", str(tmp / "m.jsonl"), "--db", str(template), "-q"]) == 0
     (tmp / "built").touch()
     return tmp, template
