@@ -337,12 +337,13 @@ def test_clean_unpaired_split_is_quiet(frames, tmp_path):
 
 
 def test_the_field_of_view_warp_and_correlation_match_scipy_and_the_plain_form():
-    """The search's precomputed bilinear taps give scipy's `map_coordinates` (order 1, NaN outside),
-    and its one-image correlation gives `ncc` on K copies, on the grid the search uses."""
+    """The search's precomputed bilinear taps, and the sparse warp built from them, give scipy's
+    `map_coordinates` (order 1, NaN outside), and its one-image correlations (centred copies, and the
+    overlap's sums the search runs) give `ncc` on K copies, on the grid the search uses."""
     from scipy.ndimage import map_coordinates
 
     from perception_gap.diagnoses import spatial
-    from perception_gap.diagnoses.thumbs import THUMB, ncc, zoom_stack
+    from perception_gap.diagnoses.thumbs import THUMB, ncc, zoom_operator, zoom_stack
 
     zooms = np.repeat(spatial.FOV_ZOOMS, len(spatial.FOV_SHIFTS))
     shifts = np.tile(spatial.FOV_SHIFTS, (len(spatial.FOV_ZOOMS), 1))
@@ -359,4 +360,11 @@ def test_the_field_of_view_warp_and_correlation_match_scipy_and_the_plain_form()
         got = zoom_stack(t, zooms, shifts)
         assert np.array_equal(np.isnan(got), np.isnan(ref)) and np.nanmax(np.abs(got - ref)) < 1e-9
         s = rng.random((THUMB, THUMB)) * 255
-        assert np.allclose(spatial._ncc_one(s, got), ncc(np.broadcast_to(s, got.shape), got), atol=1e-12)
+        want = ncc(np.broadcast_to(s, got.shape), got)
+        assert np.allclose(spatial._ncc_one(s, got), want, atol=1e-12)
+        # the sparse form the search runs: the same warp (zeros outside), the same correlations from sums
+        op, inside = zoom_operator(zooms, shifts)
+        warped = (op @ t.ravel()).reshape(inside.shape)
+        assert np.array_equal(inside.reshape(got.shape) == 0, outside)
+        assert np.nanmax(np.abs(np.where(inside > 0, warped, np.nan).reshape(got.shape) - ref)) < 1e-9
+        assert np.allclose(spatial._ncc_inside(s.ravel() / 255, warped / 255, inside), want, atol=1e-12)

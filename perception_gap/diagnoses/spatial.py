@@ -19,7 +19,16 @@ import numpy as np
 
 from perception_gap.diagnoses.common import num, nums
 from perception_gap.diagnoses.context import Context, basis_evidence
-from perception_gap.diagnoses.thumbs import DIHEDRAL, INVERSE, aligned_pairs, fixed_camera, ncc, set_thumbs, zoom_stack
+from perception_gap.diagnoses.thumbs import (
+    DIHEDRAL,
+    INVERSE,
+    aligned_pairs,
+    fixed_camera,
+    ncc,
+    set_thumbs,
+    zoom_operator,
+    zoom_stack,
+)
 from perception_gap.findings import Finding
 
 # Orientation, paired: a non-identity turn must match a pair better than the frames as they are
@@ -157,13 +166,33 @@ def _best_zoom(ts: np.ndarray, tr: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     zz = np.repeat(FOV_ZOOMS, len(FOV_SHIFTS))
     sh = np.tile(FOV_SHIFTS, (len(FOV_ZOOMS), 1))
     one = int(np.argmin(np.abs(np.log(FOV_ZOOMS))))
+    op, inside = zoom_operator(zz, sh)
     best_z, best_c, at_one = [], [], []
     for s, r in zip(ts, tr):
-        c = _ncc_one(s, zoom_stack(r, zz, sh)).reshape(len(FOV_ZOOMS), -1)
+        if np.isfinite(s).all():
+            warped = (op @ np.nan_to_num(np.asarray(r, dtype=np.float64)).ravel()).reshape(inside.shape)
+            c = _ncc_inside(np.asarray(s, dtype=np.float64).ravel(), warped, inside)
+        else:
+            c = _ncc_one(s, zoom_stack(r, zz, sh))
+        c = c.reshape(len(FOV_ZOOMS), -1)
         per_zoom = c.max(axis=1)
         k = int(per_zoom.argmax())
         best_z.append(FOV_ZOOMS[k]); best_c.append(per_zoom[k]); at_one.append(per_zoom[one])
     return np.array(best_z), np.array(best_c), np.array(at_one)
+
+
+def _ncc_inside(a: np.ndarray, warped: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """`ncc` of one image `a` (P,) against each row of `warped` (K, P), over the samples each row
+    has inside the frame (`inside`, 0/1; `warped` is 0 elsewhere), from the five sums of the
+    overlap: one product per sum instead of K centred copies (values in [0, 1]: the moments lose
+    nothing a correlation bar could see, tested against `ncc`)."""
+    n = np.maximum(inside.sum(axis=1), 1.0)
+    sa, saa = inside @ a, inside @ (a * a)
+    sb, sbb, sab = warped.sum(axis=1), np.einsum("kp,kp->k", warped, warped), warped @ a
+    cov = sab - sa * sb / n
+    den = np.sqrt(np.maximum(saa - sa * sa / n, 0.0) * np.maximum(sbb - sb * sb / n, 0.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 1e-12, cov / np.maximum(den, 1e-300), 0.0)
 
 
 def _ncc_one(a: np.ndarray, stack: np.ndarray) -> np.ndarray:
