@@ -158,8 +158,9 @@ def _embedding_gates(catalog: Catalog, cfg: dict[str, dict[str, Any]], cand: Can
 
     enc = load_encoder(cand.name, device=device, precision=cand.precision or precision)
     label = cand.label
-    mb, eb = catalog.load_embeddings(baseline, enc.fingerprint, sample_paths)
-    mc, ec = catalog.load_embeddings(current, enc.fingerprint)
+    with catalog.session():
+        mb, eb = catalog.load_embeddings(baseline, enc.fingerprint, sample_paths)
+        mc, ec = catalog.load_embeddings(current, enc.fingerprint)
     info = {**encoder_identity(enc, label=label, candidate=cand.name), "n_sim": len(mc), "n_real": len(mb)}
     e_b, e_c = [m["episode"] for m in mb], [m["episode"] for m in mc]
     # the embedding gate and the classifier's effect size read the same ratio: one PCA fit, not two
@@ -222,8 +223,10 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
         cfg = {**cfg, "bootstrap": {**boot, "n_boot": n_boot, "ci": level, "random_state": seed}}
     compute_stats(catalog, [baseline, current], workers=workers, progress=progress,
                   runner=engine.stats_runner if engine else None)
-    sample = catalog.baseline_sample(baseline, int(baseline_sample), seed)
-    rec = {baseline: load_set_records(catalog, baseline, paths=sample.paths), current: load_set_records(catalog, current)}
+    with catalog.session():  # the reads in one open of the file (an open costs 15-40 ms)
+        sample = catalog.baseline_sample(baseline, int(baseline_sample), seed)
+        rec = {baseline: load_set_records(catalog, baseline, paths=sample.paths),
+               current: load_set_records(catalog, current)}
     img = {n: [f for f in rec[n].frames if f.image is not None] for n in rec}
     st = {n: [f.image for f in img[n]] for n in img}
     eps = {n: [f.episode for f in img[n]] for n in img}
@@ -309,15 +312,17 @@ def drift_history(catalog: Catalog, baseline: str | None = None) -> list[dict[st
 def _detector_gates(catalog: Catalog, baseline: str, current: str, threshold: float) -> list[Any]:
     from perception_gap.detection import coco_summary
 
-    ann = {n: catalog.load_annotations(n) for n in (baseline, current)}
-    if "gt" not in ann[baseline] or "gt" not in ann[current]:
-        return []
+    with catalog.session():
+        ann = {n: catalog.load_annotations(n) for n in (baseline, current)}
+        if "gt" not in ann[baseline] or "gt" not in ann[current]:
+            return []
+        frame_sizes = {n: catalog.frame_sizes(n) for n in (baseline, current)}
     out = []
     sources = sorted((set(ann[baseline]) & set(ann[current])) - {"gt"})
     for source in sources:
         aps = {}
         for n in (baseline, current):
-            sizes = {p: (w, h) for p, _k, w, h in catalog.frame_sizes(n)}
+            sizes = {p: (w, h) for p, _k, w, h in frame_sizes[n]}
             gt = boxes_from_rows(ann[n]["gt"])
             aps[n] = coco_summary(gt, boxes_from_rows(ann[n][source]), {p: sizes[p] for p in gt if p in sizes}).to_dict().get("AP")
         out.append(dr.ap_gate(f"detector_ap:{source}", aps[baseline], aps[current], threshold))
