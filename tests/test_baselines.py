@@ -89,7 +89,7 @@ def _embeddings_one_join(cat: Catalog, set_name: str, fp: str, paths=None):
 
     sample = paths_table(paths or ())  # noqa: F841 (DuckDB reads it by name)
     only = "" if paths is None else "AND f.rgb_path IN (SELECT p FROM sample) "
-    tbl = cat.con.cursor().sql(
+    tbl = cat.con.sql(
         "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.vector FROM frames f "
         "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
         f"WHERE f.set_name = $set AND f.status = 'ok' {only}ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 import duckdb
 
+from perception_gap.catalog import host
 from perception_gap.catalog.annotations import AnnotationsMixin
 from perception_gap.catalog.baselines import BaselinesMixin
 from perception_gap.catalog.embeddings import EmbeddingsMixin
@@ -72,6 +73,7 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
         self.path = Path(path)
         self.read_only = read_only
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._key = ""  # the file's key in `host` while it is attached
         self._depth = 0
         self._connect_wait = max(float(wait), CONNECT_WAIT_S)
         check_db_path(self.path)  # before anything opens it or writes a lock file beside it
@@ -104,7 +106,8 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
         deadline = time.monotonic() + self._connect_wait
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only, config=dict(_CONFIG))
+                con, self._key = host.attach(str(self.path), self.read_only, _CONFIG)
+                return con
             except duckdb.IOException as e:
                 msg = str(e).splitlines()[0]
                 if "lock" not in msg.lower():
@@ -126,14 +129,14 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
             self._depth -= 1
             if self._depth == 0 and self._con is not None:
                 con, self._con = self._con, None
-                con.close()
+                host.release(con, self._key)
 
     def close(self) -> None:
         try:
             if self._con is not None:
                 con, self._con = self._con, None
                 with catalog_faults(self.path):
-                    con.close()
+                    host.release(con, self._key)
         finally:
             if self._lock is not None:
                 self._lock.release()
@@ -202,7 +205,8 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
         log.info("catalog: upgraded schema version %d -> %d", found, SCHEMA_VERSION)
 
     def _tables(self) -> set[str]:
-        return {r[0] for r in self.con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        return {r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database()").fetchall()}
 
     def _migrate(self) -> None:
         tables = self._tables()
@@ -231,7 +235,7 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
         """
         cols = {(t, c) for t, c in self.con.execute(
             "SELECT table_name, column_name FROM information_schema.columns "
-            "WHERE table_name IN ('frame_stats', 'depth_stats')").fetchall()}
+            "WHERE table_catalog = current_database() AND table_name IN ('frame_stats', 'depth_stats')").fetchall()}
         missing = [(t, c, ty) for t, c, ty in STATS_COLUMNS if (t, c) not in cols]
         row = self.con.execute("SELECT value FROM meta WHERE key = 'stats_revision'").fetchone()
         stale = row is None or row[0] != str(STATS_REVISION)

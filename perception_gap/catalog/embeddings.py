@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perception_gap.catalog import host
 from perception_gap.catalog.baselines import bounded_read, paths_table
 from perception_gap.catalog.schema import SOURCE_COLUMNS, pa
 
@@ -83,7 +84,7 @@ class EmbeddingsMixin:
         only = "" if paths is None else "AND f.rgb_path IN (SELECT p FROM sample) "
         # a fresh cursor: `sql` refuses to run while an earlier `execute` result is unconsumed
         with bounded_read(self.con, paths is not None):
-            keys = self.con.cursor().sql(
+            keys = host.cursor(self.con, self._key).sql(
                 "SELECT f.pair_key, f.episode, f.step, f.rgb_path, f.action, f.proprio, e.rowid AS _row FROM frames f "
                 "JOIN embeddings e ON e.content_hash = f.content_hash AND e.fingerprint = $fp "
                 f"WHERE f.set_name = $set AND f.status = 'ok' {only}ORDER BY f.episode NULLS FIRST, f.step NULLS FIRST, f.rgb_path",
@@ -93,7 +94,7 @@ class EmbeddingsMixin:
                 return [], np.zeros((0, 0), np.float32)
             rows = keys.column("_row").to_numpy()
             ids = pa.table({"r": pa.array(np.unique(rows), pa.int64())})  # noqa: F841 (DuckDB reads it by name)
-            tbl = self.con.cursor().sql(
+            tbl = host.cursor(self.con, self._key).sql(
                 "SELECT rowid AS r, vector FROM embeddings WHERE rowid BETWEEN $lo AND $hi AND rowid IN (SELECT r FROM ids)",
                 params={"lo": int(rows.min()), "hi": int(rows.max())}).to_arrow_table()
         vec = tbl.column("vector").combine_chunks()
@@ -147,7 +148,7 @@ class EmbeddingsMixin:
             return {}
         want = pa.table({"h": pa.array(list(dict.fromkeys(hashes)), pa.string())})  # noqa: F841 (read by name)
         table, col = ("counterfactual_embeddings", "key") if counterfactual else ("embeddings", "content_hash")
-        tbl = self.con.cursor().sql(
+        tbl = host.cursor(self.con, self._key).sql(
             f"SELECT {col} AS content_hash, vector FROM {table} WHERE fingerprint = $fp AND {col} IN (SELECT h FROM want)",
             params={"fp": fingerprint}).to_arrow_table()
         if tbl.num_rows == 0:

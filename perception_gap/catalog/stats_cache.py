@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from perception_gap.catalog import host
 from perception_gap.catalog.baselines import bounded_read, paths_table
 from perception_gap.catalog.schema import DEPTH_FIELDS, IMAGE_FIELDS, SOURCE_COLUMNS, arrow_table, pa, stats_arrow_types
 from perception_gap.statistics.depth import DepthStats
@@ -81,7 +82,7 @@ class StatsCacheMixin:
         # through Arrow: DuckDB's own row conversion of the list columns took ~3x longer (20,000
         # frames of a baseline sample: 3.8 s against 1.2 s)
         with bounded_read(self.con, paths is not None):
-            tbl = self.con.cursor().sql(
+            tbl = host.cursor(self.con, self._key).sql(
                 f"SELECT f.pair_key, f.episode, f.step, f.timestamp, f.rgb_path, f.depth_path, f.depth_unit, f.format, "
                 f"f.action, f.proprio, f.content_hash, s.error AS img_error, d.error AS dep_error, "
                 f"{img_cols}, {dep_cols} FROM frames f "
