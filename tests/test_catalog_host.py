@@ -1,0 +1,84 @@
+"""Each catalog operation attaches its file to the process's one in-memory DuckDB database
+(`catalog/host.py`): the file is free for other processes between operations, two catalog objects
+of one process share one attachment, and a forked child makes its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from perception_gap.catalog import Catalog, host
+from perception_gap.errors import CatalogError
+
+OPEN_ELSEWHERE = """
+import duckdb, sys
+con = duckdb.connect(sys.argv[1], config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+print(con.execute("SELECT count(*) FROM frame_sets").fetchone()[0])
+"""
+
+
+def _elsewhere(db) -> subprocess.CompletedProcess:
+    """Open the file for writing from another process (DuckDB refuses while this one holds it)."""
+    return subprocess.run([sys.executable, "-c", OPEN_ELSEWHERE, str(db)], capture_output=True, text=True, timeout=120)
+
+
+def test_the_file_is_held_during_an_operation_and_free_after_it(tmp_path):
+    db = tmp_path / "c.duckdb"
+    with Catalog(db) as cat:
+        cat.ensure_set("a", "sim")
+        with cat.session():
+            assert cat.get_set("a")["domain"] == "sim"
+            held = _elsewhere(db)
+            assert held.returncode != 0 and "lock" in held.stderr.lower(), held.stderr
+        free = _elsewhere(db)  # between operations: another process gets in
+        assert free.returncode == 0 and free.stdout.strip() == "1", free.stderr
+        assert cat.list_sets()  # and the next operation attaches it again
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.duckdb"]  # no WAL, no lock left behind
+
+
+def test_two_catalog_objects_share_one_attachment_and_the_last_detaches(tmp_path):
+    db = tmp_path / "c.duckdb"
+    with Catalog(db) as w:
+        w.ensure_set("a", "sim")
+    with Catalog(db, read_only=True) as r1, Catalog(db, read_only=True) as r2, r1.session(), r2.session():
+        assert r1.get_set("a") == r2.get_set("a")
+        assert list(host._STATE["attached"]) == [os.path.abspath(db)]
+        assert host._STATE["attached"][os.path.abspath(db)]["users"] == 2
+    assert host._STATE["attached"] == {}
+    assert _elsewhere(db).returncode == 0
+
+
+def test_writing_a_file_this_process_holds_read_only_is_one_line(tmp_path):
+    db = tmp_path / "c.duckdb"
+    with Catalog(db) as w:
+        w.ensure_set("a", "sim")
+    with Catalog(db, read_only=True) as r, r.session():
+        r.get_set("a")
+        with pytest.raises(CatalogError, match="read-only") as err:
+            with Catalog(db, wait=0) as w:
+                w.ensure_set("b", "real")
+        assert "\n" not in str(err.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_child_makes_its_own_host(tmp_path):
+    db = tmp_path / "c.duckdb"
+    with Catalog(db) as cat:
+        cat.ensure_set("a", "sim")
+    parent = host._STATE["con"]
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: reads the catalog through a host of its own, then leaves at once
+        try:
+            with Catalog(db, read_only=True) as c:
+                ok = c.get_set("a") is not None and host._STATE["con"] is not parent
+            os.write(w, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    assert os.read(r, 1) == b"1"
+    os.close(r)
