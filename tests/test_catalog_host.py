@@ -43,11 +43,24 @@ def test_two_catalog_objects_share_one_attachment_and_the_last_detaches(tmp_path
     db = tmp_path / "c.duckdb"
     with Catalog(db) as w:
         w.ensure_set("a", "sim")
+    key = os.path.abspath(db)
     with Catalog(db, read_only=True) as r1, Catalog(db, read_only=True) as r2, r1.session(), r2.session():
         assert r1.get_set("a") == r2.get_set("a")
-        assert list(host._STATE["attached"]) == [os.path.abspath(db)]
-        assert host._STATE["attached"][os.path.abspath(db)]["users"] == 2
-    assert host._STATE["attached"] == {}
+        assert host._STATE["attached"][key]["users"] == 2
+    assert key not in host._STATE["attached"]
+    assert _elsewhere(db).returncode == 0
+
+
+def test_a_catalog_dropped_while_attached_lets_the_file_go(tmp_path):
+    """`con` read outside a session keeps the file attached until `close`, or until the object is
+    collected, as a connection of its own was closed when collected."""
+    db = tmp_path / "c.duckdb"
+    cat = Catalog(db)
+    cat.ensure_set("a", "sim")
+    assert cat.con.execute("SELECT count(*) FROM frame_sets").fetchone()[0] == 1
+    assert os.path.abspath(db) in host._STATE["attached"] and _elsewhere(db).returncode != 0
+    del cat
+    assert os.path.abspath(db) not in host._STATE["attached"]
     assert _elsewhere(db).returncode == 0
 
 

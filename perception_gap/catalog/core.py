@@ -131,6 +131,17 @@ class Catalog(FramesMixin, SetsMixin, StatsCacheMixin, AnnotationsMixin, Embeddi
                 con, self._con = self._con, None
                 host.release(con, self._key)
 
+    def __del__(self) -> None:
+        # a catalog dropped while its file is attached (its `con` read outside a session, and never
+        # closed) lets the file go, as a connection of its own closed when collected
+        con = getattr(self, "_con", None)
+        if con is not None:
+            self._con = None
+            try:
+                host.release(con, self._key)
+            except Exception:  # noqa: BLE001 (collection, maybe at exit: nothing to report to)
+                pass
+
     def close(self) -> None:
         try:
             if self._con is not None:

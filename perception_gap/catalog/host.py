@@ -72,7 +72,10 @@ def cursor(con: duckdb.DuckDBPyConnection, key: str) -> duckdb.DuckDBPyConnectio
 def release(con: duckdb.DuckDBPyConnection, key: str) -> None:
     """Close the cursor; detach the file when no catalog object of this process uses it any more.
     A failed detach (its checkpoint met a full disk) drops the host and raises; a host a fatal
-    error invalidated is dropped quietly (the operation raised that error already)."""
+    error invalidated is dropped quietly (the operation raised that error already). In a forked
+    child, a cursor of the parent's host is left alone: its DuckDB is not this process's."""
+    if _STATE["pid"] != os.getpid():
+        return
     try:
         con.close()
     finally:
