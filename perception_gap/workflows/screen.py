@@ -30,6 +30,20 @@ Progress = Callable[[int, int], None]
 
 
 
+_View = tuple[str, dict[str, np.ndarray], dict[str, list[str]], dict[str, list[Any]]]
+
+
+def _statistics_view(records: dict[str, Any]) -> _View:
+    """The raw-statistics view: each set's per-frame statistic features, pair keys and episodes."""
+    feats, keys, eps = {}, {}, {}
+    for n, rec in records.items():
+        frames = [f for f in rec.frames if f.image is not None]
+        feats[n] = np.asarray([screening.stat_features(f.image) for f in frames])
+        keys[n] = [f.pair_key for f in frames]
+        eps[n] = [f.episode for f in frames]
+    return ("raw statistics", feats, keys, eps)
+
+
 def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: list[str | Candidate] | None = None,
                baseline: str | None = None, device: str = "auto", batch_size: int | str = 32,
                workers: int | None = None, n_boot: int = screening.N_BOOT, random_state: int = 0,
@@ -70,14 +84,7 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
             findings.append(Finding(code=f.code, severity=f.severity, title=f"[{s}] {f.title}",
                                     evidence={**f.evidence, "sim_set": s}, action=f.action, score=f.score))
     # the views: raw statistics, then each encoder
-    view_inputs: list[tuple[str, dict[str, np.ndarray], dict[str, list[str]], dict[str, list[Any]]]] = []
-    feats, keys, eps = {}, {}, {}
-    for n, rec in records.items():
-        frames = [f for f in rec.frames if f.image is not None]
-        feats[n] = np.asarray([screening.stat_features(f.image) for f in frames])
-        keys[n] = [f.pair_key for f in frames]
-        eps[n] = [f.episode for f in frames]
-    view_inputs.append(("raw statistics", feats, keys, eps))
+    view_inputs = [_statistics_view(records)]
     encoders_info = []
     if names:
         encs = [load_encoder(c.name, device=device, precision=c.precision or precision) for c in cands]
