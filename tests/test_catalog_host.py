@@ -95,3 +95,23 @@ def test_a_forked_child_makes_its_own_host(tmp_path):
     os.waitpid(pid, 0)
     assert os.read(r, 1) == b"1"
     os.close(r)
+
+
+def test_a_full_disk_in_process_then_the_next_operation_completes(tmp_path):
+    """A write that meets a full disk is one CatalogError, and the same process's next operations
+    on the freed disk complete through the same host (one that a fatal error invalidated would be
+    replaced: `host.drop`)."""
+    from tests.filesystems import disk_full, tmpfs
+
+    rows = [{"set_name": "a", "rgb_path": f"/f/{i:05d}.png", "content_hash": f"{i:040x}", "status": "ok"}
+            for i in range(3000)]
+    with tmpfs(tmp_path / "fs", size="8m") as fs:
+        db = fs / "c.duckdb"
+        with Catalog(db) as cat:
+            cat.ensure_set("a", "sim")
+            with disk_full(fs, 0), pytest.raises(CatalogError, match="(?i)disk full|failed write|cannot be"):
+                cat.write_frames(rows)
+            cat.write_frames(rows[:10])
+            assert cat.set_counts("a")["total"] == 10
+        with Catalog(db, read_only=True) as again:
+            assert again.set_counts("a")["total"] == 10

@@ -46,7 +46,13 @@ def attach(path: str, read_only: bool, config: dict[str, Any]) -> tuple[duckdb.D
         if entry is None:
             _STATE["n"] += 1
             alias = f"catalog_{_STATE['n']}"
-            host.execute(f"ATTACH {_literal(key)} AS {alias}" + (" (READ_ONLY)" if read_only else ""))
+            sql = f"ATTACH {_literal(key)} AS {alias}" + (" (READ_ONLY)" if read_only else "")
+            try:
+                host.execute(sql)
+            except duckdb.FatalException:  # a host an earlier failure invalidated: a fresh one
+                drop()
+                host = _host(config)
+                host.execute(sql)
             entry = _STATE["attached"][key] = {"alias": alias, "read_only": read_only, "users": 0}
         elif entry["read_only"] and not read_only:
             raise duckdb.ConnectionException(
