@@ -273,9 +273,9 @@ def index_entries(catalog: Catalog, set_name: str, domain: str, entries: list[Fr
         else:
             listed[p] = e
     repeats = [(p, len(keys), _repeat_reason(keys, listed[p].pair_key)) for p, keys in again.items()]
-    # the steps before and after the reading each open the file once, not once a step (an open
-    # costs 15-40 ms: ten of them were most of indexing a 600-frame video dataset); the batches
-    # in between open it each, so that readers get in while files are read
+    # the steps before and after the reading each open the file once, not once a step (each open
+    # reads the file's metadata and takes its lock); the batches in between open it each, so that
+    # readers get in while files are read
     with catalog.session():
         catalog.ensure_set(set_name, domain, source=source, tags=tags, root=root)
         old = catalog.existing_frames(set_name)

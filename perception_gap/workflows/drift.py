@@ -223,7 +223,7 @@ def drift_job(catalog: Catalog, baseline: str, current: str, *, encoder_names: l
         cfg = {**cfg, "bootstrap": {**boot, "n_boot": n_boot, "ci": level, "random_state": seed}}
     compute_stats(catalog, [baseline, current], workers=workers, progress=progress,
                   runner=engine.stats_runner if engine else None)
-    with catalog.session():  # the reads in one open of the file (an open costs 15-40 ms)
+    with catalog.session():  # the reads in one open of the file (each open reads its metadata)
         sample = catalog.baseline_sample(baseline, int(baseline_sample), seed)
         rec = {baseline: load_set_records(catalog, baseline, paths=sample.paths),
                current: load_set_records(catalog, current)}

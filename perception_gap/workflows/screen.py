@@ -73,7 +73,7 @@ def screen_job(catalog: Catalog, sims: list[str], real: str, *, encoder_names: l
     names = [c.name for c in cands]
     compute_stats(catalog, sims + [real], workers=workers, progress=progress)
     roles = {**{s: "sim" for s in sims}, real: "real"}
-    with catalog.session():  # the reads in one open of the file (an open costs 15-40 ms)
+    with catalog.session():  # the reads in one open of the file (each open reads its metadata)
         records = {n: load_set_records(catalog, n) for n in sims + [real]}
         given = {n: catalog.get_set(n) or {} for n in roles}
         infos = {n: set_info(catalog, n) for n in sims + [real]}

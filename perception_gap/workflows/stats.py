@@ -189,7 +189,7 @@ def compute_stats(catalog: Catalog, set_names: list[str], *, workers: int | None
     computed = 0
     reindexed: set[str] = set()
     for round_ in range(ROUNDS + 1):
-        with catalog.session():  # one open of the file for both (an open costs 15-40 ms)
+        with catalog.session():  # one open of the file for both
             rgb = catalog.hashes_needing_stats(set_names)
             depth = catalog.hashes_needing_depth_stats(set_names)
         total = len(rgb) + len(depth)
@@ -308,18 +308,15 @@ def stats_job(catalog: Catalog, sim: str, real: str, *, workers: int | None = No
     """
     from perception_gap.diagnoses.checks import diagnose_with_maps
     from perception_gap.findings import order_findings
+    from perception_gap.workflows.common import check_sets
     from perception_gap.workflows.set_notes import role_findings, step_notes
 
     if sim == real:
         raise InputError(f"Expected two different sets for --sim and --real, got {sim!r} twice.")
-    with catalog.session():
-        for name, dom in ((sim, "sim"), (real, "real")):
-            if catalog.get_set(name) is None:
-                known = ", ".join(repr(s) for s in catalog.list_sets()) or "none indexed yet"
-                raise InputError(f"Unknown set {name!r} for --{dom} (known: {known}).")
+    check_sets(catalog, [sim, real], {sim: "--sim", real: "--real"})
     done = compute_stats(catalog, [sim, real], workers=workers, progress=progress, runner=runner)
     roles = {sim: "sim", real: "real"}
-    with catalog.session():  # the reads in one open of the file (an open costs 15-40 ms); none while diagnosing
+    with catalog.session():  # the reads in one open of the file (each open reads its metadata); none while diagnosing
         sim_rec = load_set_records(catalog, sim)
         real_rec = load_set_records(catalog, real)
         given = {n: catalog.get_set(n) or {} for n in roles}
